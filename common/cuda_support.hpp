@@ -1,0 +1,21 @@
+// The few CUDA runtime calls the core needs, behind a plain C++ interface so that files which
+// do not use CUDA never include its headers. Without CUDA compiled in, device_count() is 0 and
+// everything else throws usp::Error("... built without CUDA").
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace usp::cuda {
+
+int device_count();
+void set_device(int index);
+int current_device();
+void* malloc(std::size_t bytes);
+void free(void* ptr);
+void copy(void* dst, const void* src, std::size_t bytes);  // any direction (unified addressing)
+void zero(void* ptr, std::size_t bytes);
+void synchronize();
+std::int64_t bytes_in_use();  // total - free from cudaMemGetInfo on the current device
+const char* device_name();    // e.g. "NVIDIA H100 80GB HBM3"
+
+}  // namespace usp::cuda

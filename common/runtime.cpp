@@ -1,0 +1,171 @@
+#include "runtime.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "comm/backends.hpp"
+#include "cuda_support.hpp"
+#include "error.hpp"
+
+#if defined(USP_HAVE_MPI)
+#include <mpi.h>
+#endif
+
+namespace usp {
+
+Runtime::Runtime(int& argc, char**& argv) {
+#if defined(USP_HAVE_MPI)
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int provided = 0;
+    // Communicators run their ops on progress threads, several at once: ask for full
+    // thread support (the MPI backend falls back to one lock if the library gives less).
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    owns_mpi_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_size(node, &local_size_);
+  MPI_Comm_free(&node);
+  world_ = make_mpi_world();
+#else
+  (void)argc;
+  (void)argv;
+  world_ = make_self_communicator(Device::cpu());
+#endif
+}
+
+Runtime::~Runtime() {
+  world_.reset();
+#if defined(USP_HAVE_MPI)
+  if (owns_mpi_) {
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (!finalised) MPI_Finalize();
+  }
+#endif
+}
+
+bool Runtime::mpi() const {
+#if defined(USP_HAVE_MPI)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend backend) {
+  if (device.is_cpu()) {
+    if (backend == CommBackend::nccl || backend == CommBackend::host_staged)
+      throw UsageError("--backend nccl and host-staged serve CUDA tensors; with --device cpu use mpi or auto");
+    return world_->split(0, rank_);
+  }
+  [[maybe_unused]] const bool own_gpu = local_size_ <= cuda::device_count();
+  if (backend == CommBackend::automatic) {
+#if defined(USP_HAVE_NCCL) && defined(USP_HAVE_MPI)
+    backend = own_gpu ? CommBackend::nccl : CommBackend::host_staged;
+#else
+    backend = CommBackend::host_staged;
+#endif
+  }
+  switch (backend) {
+    case CommBackend::nccl:
+#if defined(USP_HAVE_NCCL) && defined(USP_HAVE_MPI)
+      if (!own_gpu)
+        throw UsageError("--backend nccl needs one GPU per rank: " + std::to_string(local_size_) +
+                         " ranks share " + std::to_string(cuda::device_count()) +
+                         " GPU(s) on this node (use --backend host-staged)");
+      return make_nccl(*world_, device);
+#else
+      throw UsageError("--backend nccl: this build has no NCCL (use --backend host-staged)");
+#endif
+    case CommBackend::host_staged:
+#if defined(USP_HAVE_CUDA) && defined(USP_HAVE_MPI)
+      return make_host_staged(world_->split(0, rank_), device);
+#else
+      if (size_ == 1) return make_self_communicator(device);
+      throw UsageError("--backend host-staged needs both CUDA and MPI in this build");
+#endif
+    case CommBackend::mpi:
+      throw UsageError("--backend mpi serves CPU tensors; for --device cuda use nccl or host-staged");
+    case CommBackend::automatic: break;
+  }
+  throw Error("make_world: unreachable");
+}
+
+void Runtime::agree(const std::function<void()>& step) {
+  std::string message;
+  bool failed = false;
+  try {
+    step();
+  } catch (const UsageError& e) {
+    failed = true;
+    message = e.what();
+  }
+  // Every rank learns the lowest failing rank; that one alone prints.
+  Tensor first = Tensor::empty({1}, DType::i32);
+  first.data<std::int32_t>()[0] = failed ? rank_ : size_;
+  world_->all_reduce(first, ReduceOp::min);
+  const int who = first.data<std::int32_t>()[0];
+  if (who < size_) {
+    if (who == rank_) std::cerr << "error: " << message << std::endl;
+    throw CollectiveExit{2};
+  }
+}
+
+bool Runtime::parse(Cli& cli, int argc, const char* const* argv) {
+  agree([&] { cli.parse(argc, argv); });
+  if (cli.help_requested()) {
+    if (is_root()) std::cout << cli.help() << std::flush;
+    return false;
+  }
+  return true;
+}
+
+void Runtime::require(bool cond, const std::string& message) {
+  agree([&] {
+    if (!cond) throw UsageError(message);
+  });
+}
+
+void Runtime::abort(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+#if defined(USP_HAVE_MPI)
+  MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::_Exit(code);
+}
+
+int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
+  std::unique_ptr<Runtime> rt;
+  try {
+    rt = std::make_unique<Runtime>(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "fatal: could not start: " << e.what() << std::endl;
+    return 1;
+  }
+  const int rank = rt->rank();
+  try {
+    return body(*rt);
+  } catch (const CollectiveExit& e) {
+    return e.code;  // every rank agreed; the message is out
+  } catch (const UsageError& e) {
+    // Found by this rank alone, outside an agreement point: others may be waiting on us.
+    std::cerr << (rt->size() > 1 ? "[rank " + std::to_string(rank) + "] " : "") << "error: " << e.what() << std::endl;
+    if (rt->size() > 1) rt->abort(2);
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "[rank " << rank << "] fatal: " << e.what() << std::endl;
+    if (rt->size() > 1) rt->abort(1);
+    return 1;
+  }
+}
+
+}  // namespace usp

@@ -1,0 +1,72 @@
+// Runtime: the process's place in the job (MPI init/finalize, rank, world communicator) and
+// the course's rule for failures:
+//   * a bad configuration is found by every rank at an agreement point (parse, require); the
+//     lowest failing rank prints "error: <message>" once and every rank exits 2, cleanly;
+//   * any other exception, on any rank, prints "[rank r] fatal: <message>" and aborts the
+//     whole job (MPI_Abort): every rank exits non-zero within seconds, none waits forever.
+// A chapter's main is
+//   int main(int argc, char** argv) {
+//     return usp::run(argc, argv, [&](usp::Runtime& rt) {
+//       usp::Cli cli("ch00_collectives", "...");  cli.add_common("out/00_collectives");
+//       if (!rt.parse(cli, argc, argv)) return 0;  // --help printed
+//       rt.require(rt.size() >= 2, "chapter 00 needs at least 2 ranks (mpirun -np 4 ...)");
+//       ...
+//       return 0;
+//     });
+//   }
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cli.hpp"
+#include "comm/communicator.hpp"
+
+namespace usp {
+
+// Thrown by agreement points once every rank knows the job must stop; run() returns code.
+struct CollectiveExit {
+  int code;
+};
+
+class Runtime {
+ public:
+  Runtime(int& argc, char**& argv);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // rank among the processes of this node
+  bool is_root() const { return rank_ == 0; }
+  bool mpi() const;                                // MPI compiled in and initialised
+
+  // The world over CPU tensors (MPI, or a one-rank "self" communicator without MPI).
+  Communicator& world() { return *world_; }
+  // A world communicator for tensors on `device` (NCCL, host-staged MPI, or the CPU world's
+  // backend); collective. Throws UsageError if the backend cannot serve the device.
+  std::unique_ptr<Communicator> make_world(Device device, CommBackend backend = CommBackend::automatic);
+
+  // Agreement points (collective: every rank calls them in the same order).
+  // parse: returns false after --help was printed (by rank 0); throws CollectiveExit{2} after
+  // a bad flag was reported.
+  bool parse(Cli& cli, int argc, const char* const* argv);
+  // Stops the job with message when cond is false on any rank.
+  void require(bool cond, const std::string& message);
+  // Runs step on every rank; a UsageError thrown on any rank stops the job as in require.
+  void agree(const std::function<void()>& step);
+
+  // Aborts every rank of the job with code (MPI_Abort); prints nothing itself.
+  [[noreturn]] void abort(int code);
+
+ private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  bool owns_mpi_ = false;
+  std::unique_ptr<Communicator> world_;
+};
+
+// Runs body with a Runtime and applies the failure rule above; returns the process exit code.
+int run(int argc, char** argv, const std::function<int(Runtime&)>& body);
+
+}  // namespace usp

@@ -1,0 +1,66 @@
+// Trace: timed spans per rank and per stream ("compute", "comm"), written as a Chrome trace
+// (open in Perfetto or chrome://tracing: one process per rank, one thread per stream) and as a
+// CSV for the plot scripts. Times are microseconds since the tracer's epoch, which
+// Tracer::align() sets at a barrier so that ranks on one clock line up.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace usp {
+
+class Communicator;
+
+struct Span {
+  std::string name;     // "backward layer 3", "all_reduce bucket 0"
+  std::string stream;   // "compute" or "comm" (or any other lane name)
+  double start_us = 0;
+  double end_us = 0;
+};
+
+class Tracer {
+ public:
+  static Tracer& instance();  // the process's (= the rank's) tracer
+
+  void enable(bool on);
+  bool enabled() const { return enabled_; }
+  double now_us() const;  // since the epoch
+  void add(const std::string& name, const std::string& stream, double start_us, double end_us);
+  std::vector<Span> spans() const;
+  void clear();
+  // Barrier on comm, then restart the epoch (collective).
+  void align(Communicator& comm);
+
+ private:
+  Tracer();
+  mutable std::mutex mu_;
+  bool enabled_ = false;
+  std::int64_t epoch_ns_ = 0;
+  std::vector<Span> spans_;
+};
+
+// Records [construction, destruction) as one span when the tracer is enabled.
+class TraceScope {
+ public:
+  TraceScope(std::string name, std::string stream = "compute");
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  std::string name_, stream_;
+  double start_us_;
+};
+
+// Gathers every rank's spans on rank 0 of comm (collective) and writes there
+//   dir/basename.json  Chrome trace events ("ph":"X", pid = rank, tid = stream)
+//   dir/basename.csv   rank,stream,name,start_us,end_us
+void write_trace(Communicator& comm, const std::string& dir, const std::string& basename);
+
+// Serialisation used by write_trace, exposed for tests.
+std::string spans_to_csv(int rank, const std::vector<Span>& spans, bool header);
+std::string spans_to_chrome_json(const std::vector<std::pair<int, std::vector<Span>>>& per_rank);
+
+}  // namespace usp
