@@ -28,5 +28,6 @@ void zero(void*, std::size_t) { no_cuda("zero"); }
 void synchronize() { no_cuda("synchronize"); }
 std::int64_t bytes_in_use() { return -1; }
 const char* device_name() { return "none"; }
+std::array<unsigned char, 16> device_uuid(int) { no_cuda("device_uuid"); }
 
 }  // namespace usp::cuda

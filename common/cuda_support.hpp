@@ -2,6 +2,7 @@
 // do not use CUDA never include its headers. Without CUDA compiled in, device_count() is 0 and
 // everything else throws usp::Error("... built without CUDA").
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -17,5 +18,8 @@ void zero(void* ptr, std::size_t bytes);
 void synchronize();
 std::int64_t bytes_in_use();  // total - free from cudaMemGetInfo on the current device
 const char* device_name();    // e.g. "NVIDIA H100 80GB HBM3"
+// The device's 16-byte UUID: the same physical GPU has the same UUID in every process, whatever
+// CUDA_VISIBLE_DEVICES numbers it, so ranks can tell whether they share a GPU.
+std::array<unsigned char, 16> device_uuid(int index);
 
 }  // namespace usp::cuda

@@ -1,5 +1,6 @@
 #include "runtime.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -59,13 +60,27 @@ bool Runtime::mpi() const {
 #endif
 }
 
+bool Runtime::ranks_share_gpu(Device device) {
+  // Compare the physical GPUs' UUIDs: CUDA_VISIBLE_DEVICES may show each rank "its" GPU as
+  // device 0 (one GPU per rank, as Slurm does), or show every rank the same one.
+  const auto uuid = cuda::device_uuid(device.index);
+  Tensor mine = Tensor::empty({16}, DType::e4m3, MemCategory::CommBuffer);
+  std::copy(uuid.begin(), uuid.end(), mine.data<std::uint8_t>());
+  Tensor all = Tensor::empty({16 * size_}, DType::e4m3, MemCategory::CommBuffer);
+  world_->all_gather(mine, all);
+  const std::uint8_t* bytes = all.data<std::uint8_t>();
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_ && std::equal(bytes + 16 * r, bytes + 16 * (r + 1), uuid.begin())) return true;
+  return false;
+}
+
 std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend backend) {
   if (device.is_cpu()) {
     if (backend == CommBackend::nccl || backend == CommBackend::host_staged)
       throw UsageError("--backend nccl and host-staged serve CUDA tensors; with --device cpu use mpi or auto");
     return world_->split(0, rank_);
   }
-  [[maybe_unused]] const bool own_gpu = local_size_ <= cuda::device_count();
+  [[maybe_unused]] const bool own_gpu = !ranks_share_gpu(device);
   if (backend == CommBackend::automatic) {
 #if defined(USP_HAVE_NCCL) && defined(USP_HAVE_MPI)
     backend = own_gpu ? CommBackend::nccl : CommBackend::host_staged;
@@ -77,9 +92,8 @@ std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend bac
     case CommBackend::nccl:
 #if defined(USP_HAVE_NCCL) && defined(USP_HAVE_MPI)
       if (!own_gpu)
-        throw UsageError("--backend nccl needs one GPU per rank: " + std::to_string(local_size_) +
-                         " ranks share " + std::to_string(cuda::device_count()) +
-                         " GPU(s) on this node (use --backend host-staged)");
+        throw UsageError("--backend nccl needs one GPU per rank, but ranks on this node share a "
+                         "GPU (use --backend host-staged, or fewer ranks per node)");
       return make_nccl(*world_, device);
 #else
       throw UsageError("--backend nccl: this build has no NCCL (use --backend host-staged)");

@@ -61,6 +61,9 @@ class Runtime {
   [[noreturn]] void abort(int code);
 
  private:
+  // Collective: whether another rank drives the same physical GPU as this one.
+  bool ranks_share_gpu(Device device);
+
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool owns_mpi_ = false;
   std::unique_ptr<Communicator> world_;

@@ -148,4 +148,12 @@ const char* device_name() {
   return name.c_str();
 }
 
+std::array<unsigned char, 16> device_uuid(int index) {
+  cudaDeviceProp prop{};
+  USP_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+  std::array<unsigned char, 16> uuid{};
+  for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(prop.uuid.bytes[i]);
+  return uuid;
+}
+
 }  // namespace usp::cuda
