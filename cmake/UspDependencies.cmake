@@ -13,8 +13,16 @@ if(NOT USP_CUDA STREQUAL "OFF")
       # Never "native": it is a hard error on a machine without a GPU.
       set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures" FORCE)
     endif()
+    # One CUDA runtime per process: the shared one that usp_core links (CUDA::cudart).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    # C++20 where CMake knows nvcc's flag for it (CMake 3.25 does not, and CUDA_STANDARD 20 then
+    # fails at generation); the .cu code needs only C++17.
+    if(DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA_STANDARD 20)
+    else()
+      set(CMAKE_CUDA_STANDARD 17)
+    endif()
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(USP_HAVE_CUDA ON)

@@ -1,0 +1,54 @@
+// The launchers' CPU checks of exercises 11.1 and 11.2 (cpu_checks.hpp).
+#include "cpu_checks.hpp"
+
+#include <string>
+#include <vector>
+
+#include "coalesced.hpp"
+#include "common/error.hpp"
+#include "kernels/matmul/reference.hpp"
+#include "smem_emulation.hpp"
+
+namespace usp::ch11 {
+
+void check_coalesced_cell_on_cpu() {
+  constexpr int T = kCoalescedTile;
+  const int bx = 1, by = 2;
+  std::vector<int> hits(T * T, 0);
+  for (int t = 0; t < T * T; ++t) {
+    const Cell c = coalesced_cell(bx, by, t);
+    const int r = c.row - by * T, q = c.col - bx * T;
+    if (r < 0 || r >= T || q < 0 || q >= T)
+      throw Error("coalesced_cell(" + std::to_string(bx) + ", " + std::to_string(by) + ", " + std::to_string(t) +
+                  ") = (" + std::to_string(c.row) + ", " + std::to_string(c.col) + ") is outside the block's tile");
+    if (++hits[r * T + q] > 1)
+      throw Error("coalesced_cell gives element (" + std::to_string(c.row) + ", " + std::to_string(c.col) +
+                  ") to two threads of one block");
+    if (t % 32 != 0) {
+      const Cell prev = coalesced_cell(bx, by, t - 1);
+      if (prev.row != c.row || prev.col + 1 != c.col)
+        throw Error("coalesced_cell is not coalesced: threads " + std::to_string(t - 1) + " and " + std::to_string(t) +
+                    " of one warp get (" + std::to_string(prev.row) + ", " + std::to_string(prev.col) + ") and (" +
+                    std::to_string(c.row) + ", " + std::to_string(c.col) + "), not one row's consecutive columns");
+    }
+  }
+}
+
+void check_smem_tiling_on_cpu() {
+  const int M = 45, N = 37, K = 70;
+  std::vector<float> A(M * K), B(K * N), C(M * N), expected(M * N);
+  // Small integers: products and sums stay exact in fp32, so any correct order gives the same bits.
+  for (int i = 0; i < M * K; ++i) A[i] = static_cast<float>((i * 7) % 11 - 5);
+  for (int i = 0; i < K * N; ++i) B[i] = static_cast<float>((i * 5) % 7 - 3);
+  for (int i = 0; i < M * N; ++i) C[i] = expected[i] = static_cast<float>(i % 5 - 2);
+  emulate_smem_tiling({M, N, K, 2.0f, -1.0f, A.data(), B.data(), C.data()});
+  matmul::matmul_triple_loop({M, N, K, 2.0f, -1.0f, A.data(), B.data(), expected.data()});
+  for (int i = 0; i < M * N; ++i)
+    if (!(C[i] == expected[i]))
+      throw Error("the shared-memory tiling phases (smem_tile_body.hpp), run on the CPU for a " + std::to_string(M) +
+                  "×" + std::to_string(N) + "×" + std::to_string(K) + " problem, give C[" + std::to_string(i / N) +
+                  "][" + std::to_string(i % N) + "] = " + std::to_string(C[i]) + " instead of " +
+                  std::to_string(expected[i]));
+}
+
+}  // namespace usp::ch11

@@ -1,0 +1,52 @@
+// CUDA-event timing (event_timer.hpp).
+#include "event_timer.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/streams.hpp"
+#include "common/error.hpp"
+
+namespace usp::ch11 {
+
+std::vector<double> time_launches(const std::function<void()>& launch, int warmup, int iters) {
+  if (warmup < 0 || iters < 1) throw Error("time_launches: needs warmup >= 0 and iters >= 1");
+  const cudaStream_t stream = cuda::compute_stream();
+  for (int i = 0; i < warmup; ++i) launch();
+
+  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters));
+  for (auto& e : events) USP_CUDA_CHECK(cudaEventCreate(&e));
+  std::vector<double> ms(static_cast<std::size_t>(iters));
+  try {
+    for (int i = 0; i < iters; ++i) {
+      USP_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
+      launch();
+      USP_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
+    }
+    USP_CUDA_CHECK(cudaEventSynchronize(events.back()));
+    for (int i = 0; i < iters; ++i) {
+      float elapsed = 0.0f;
+      USP_CUDA_CHECK(cudaEventElapsedTime(&elapsed, events[2 * i], events[2 * i + 1]));
+      ms[static_cast<std::size_t>(i)] = elapsed;
+    }
+  } catch (...) {
+    for (auto& e : events) (void)cudaEventDestroy(e);
+    throw;
+  }
+  for (auto& e : events) USP_CUDA_CHECK(cudaEventDestroy(e));
+  return ms;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) throw Error("median of no values");
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return 0.5 * (lower + upper);
+}
+
+}  // namespace usp::ch11

@@ -1,0 +1,48 @@
+// Chapter 11, exercise 11.2: rung 03 of the matmul ladder, shared-memory tiling.
+//
+// Rung 02 reads every element of A and B from global memory once per use: K·(M·N) loads each
+// for 2·M·N·K FLOPs. Rung 03 lets a block of 32×32 threads, which computes a 32×32 tile of C,
+// walk K in steps of 32; at each step the block copies a 32×32 tile of A and one of B into
+// shared memory (on-chip, ~100× lower latency than DRAM) and every thread then reads the 32
+// values it needs from there. Each element loaded from global memory is used 32 times:
+//
+//   for k0 = 0, 32, 64, ... < K:
+//     phase 1  smem_load_tiles: thread (ty, tx) copies  A[row0+ty][k0+tx] -> As[ty][tx]
+//                                                       B[k0+ty][col0+tx] -> Bs[ty][tx]
+//              (0 where the index falls outside A or B, so the edge tiles need no other care)
+//     __syncthreads()   nobody reads the tiles before everybody has written them
+//     phase 2  smem_tile_dot: acc += Σ_{k<32} As[ty][k]·Bs[k][tx]
+//     __syncthreads()   nobody overwrites the tiles before everybody has read them
+//   C[row0+ty][col0+tx] = alpha·acc + beta·C[...]   (threads outside C store nothing)
+//
+// with row0 = by·32, col0 = bx·32, thread t = ty·32 + tx (tx fastest: a warp is one row of the
+// tile, so its loads of A and B are 32 consecutive floats, coalesced).
+//
+// The two phase bodies are USP_HD: the kernel (solutions/11_gpu_primer/03_smem_tiling.cu) runs
+// them on the GPU, and smem_emulation.hpp runs them on the CPU, thread after thread, with the two
+// __syncthreads() as the boundaries between loops — which is exactly what the barriers promise.
+#pragma once
+#include "common/hostdevice.hpp"
+#include "kernels/matmul/gemm.hpp"
+
+namespace usp::ch11 {
+
+inline constexpr int kSmemTile = 32;  // tile edge: 32×32 tiles, 1024 threads per block
+
+// Exercise 11.2, phase 1. As and Bs are kSmemTile×kSmemTile, row-major (As[ty·32 + tx]).
+USP_HD void smem_load_tiles(const matmul::GemmF32& g, int row0, int col0, int k0, int ty, int tx, float* As,
+                            float* Bs);
+// Exercise 11.2, phase 2: acc plus row ty of As times column tx of Bs, summed in k order.
+USP_HD float smem_tile_dot(const float* As, const float* Bs, int ty, int tx, float acc);
+
+// Rung 03. Preconditions: those of check_gemm (kernels/matmul/gemm.hpp). Before its first
+// launch it runs the two phases on the CPU (smem_emulation.hpp) for a small problem that is
+// not a tile multiple and throws usp::Error if the result is wrong (the exercise stubs throw
+// usp::NotImplemented there, before any CUDA call). Defined only when the build has CUDA.
+void matmul_03_smem_tiling(const matmul::GemmF32& g);
+
+}  // namespace usp::ch11
+
+// The definitions of the two phases: solutions/11_gpu_primer/smem_tile_body.hpp, or with
+// USP_EXERCISES=11 the student's exercises/11_gpu_primer/smem_tile_body.hpp.
+#include "smem_tile_body.hpp"
