@@ -12,7 +12,7 @@
 // That is coalescing: the hardware merges a warp's accesses to consecutive addresses into as
 // few memory transactions as possible.
 //
-// The function is USP_HD: the kernel (solutions/11_gpu_primer/02_coalesced.cu) calls it on the
+// The function is USP_HD: the kernel (chapters/11_gpu_primer/02_coalesced.cu) calls it on the
 // GPU, and the tests call it on the CPU to check the two properties below without a GPU.
 #pragma once
 #include "common/hostdevice.hpp"

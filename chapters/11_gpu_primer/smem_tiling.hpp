@@ -18,7 +18,7 @@
 // with row0 = by·32, col0 = bx·32, thread t = ty·32 + tx (tx fastest: a warp is one row of the
 // tile, so its loads of A and B are 32 consecutive floats, coalesced).
 //
-// The two phase bodies are USP_HD: the kernel (solutions/11_gpu_primer/03_smem_tiling.cu) runs
+// The two phase bodies are USP_HD: the kernel (chapters/11_gpu_primer/03_smem_tiling.cu) runs
 // them on the GPU, and smem_emulation.hpp runs them on the CPU, thread after thread, with the two
 // __syncthreads() as the boundaries between loops — which is exactly what the barriers promise.
 #pragma once
