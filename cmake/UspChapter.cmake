@@ -1,8 +1,9 @@
-# usp_chapter(NN NAME [SOURCES extra.cpp ...] [LIBS ...])
+# usp_chapter(NN NAME [NO_EXERCISES] [SOURCES extra.cpp ...] [LIBS ...])
 #
 # A chapter NN_NAME builds
 #   usp_chNN_impl     the chapter's exercise functions: solutions/NN_NAME/*.cpp by default, or
-#                     exercises/NN_NAME/*.cpp when NN (or "all") is in USP_EXERCISES
+#                     exercises/NN_NAME/*.cpp when NN (or "all") is in USP_EXERCISES (an
+#                     interface library for a chapter declared NO_EXERCISES)
 #   chNN_NAME         the executable: chapters/NN_NAME/main.cpp plus SOURCES
 # The chapter's public headers (chapters/NN_NAME/*.hpp) declare what both implementations define.
 function(usp_uses_exercises nn out)
@@ -13,7 +14,7 @@ function(usp_uses_exercises nn out)
 endfunction()
 
 function(usp_chapter nn name)
-  cmake_parse_arguments(CH "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(CH "NO_EXERCISES" "" "SOURCES;LIBS" ${ARGN})
   set(dir ${nn}_${name})
   usp_uses_exercises(${nn} use_ex)
   if(use_ex)
@@ -25,10 +26,17 @@ function(usp_chapter nn name)
   if(NOT USP_HAVE_CUDA)
     list(FILTER impl_sources EXCLUDE REGEX "\\.cu$")
   endif()
-  add_library(usp_ch${nn}_impl STATIC ${impl_sources})
-  target_include_directories(usp_ch${nn}_impl PUBLIC ${PROJECT_SOURCE_DIR}/chapters/${dir})
-  target_link_libraries(usp_ch${nn}_impl PUBLIC usp_core ${CH_LIBS})
-  usp_warnings(usp_ch${nn}_impl)
+  if(NOT CH_NO_EXERCISES)
+    add_library(usp_ch${nn}_impl STATIC ${impl_sources})
+    target_include_directories(usp_ch${nn}_impl PUBLIC ${PROJECT_SOURCE_DIR}/chapters/${dir})
+    target_link_libraries(usp_ch${nn}_impl PUBLIC usp_core ${CH_LIBS})
+    usp_warnings(usp_ch${nn}_impl)
+  else()
+    # A chapter without exercises: the library only carries the include path and the links.
+    add_library(usp_ch${nn}_impl INTERFACE)
+    target_include_directories(usp_ch${nn}_impl INTERFACE ${PROJECT_SOURCE_DIR}/chapters/${dir})
+    target_link_libraries(usp_ch${nn}_impl INTERFACE usp_core ${CH_LIBS})
+  endif()
 
   add_executable(ch${nn}_${name} ${PROJECT_SOURCE_DIR}/chapters/${dir}/main.cpp ${CH_SOURCES})
   target_link_libraries(ch${nn}_${name} PRIVATE usp_ch${nn}_impl)

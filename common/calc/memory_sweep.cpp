@@ -1,0 +1,110 @@
+#include "calc/memory_sweep.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "error.hpp"
+#include "json.hpp"
+
+namespace usp::calc {
+
+namespace {
+const std::vector<std::int64_t> kPlaybookSeqs = {1024, 2048, 4096, 8192, 16384};
+}  // namespace
+
+std::vector<SweepRow> run_sweep(const MemorySweep& sweep) {
+  std::vector<SweepRow> rows;
+  for (const std::string& name : sweep.models) {
+    const ModelConfig model = ModelConfig::builtin(name);
+    for (std::int64_t seq : sweep.seqs)
+      for (Recompute recompute : sweep.recomputes)
+        for (Precision precision : sweep.precisions)
+          for (const SweepLayout& l : sweep.layouts) {
+            TrainingSetup s;
+            s.model = model;
+            s.seq = seq;
+            s.mbs = sweep.mbs;
+            s.recompute = recompute;
+            s.precision = precision;
+            s.fp32_grad_accum = sweep.fp32_grad_accum && precision == Precision::mixed;
+            s.dp = l.dp;
+            s.zero = l.zero;
+            s.tp = l.tp;
+            s.sp = l.sp;
+            s.cp = l.cp;
+            s.pp = l.pp;
+            rows.push_back({s, memory_per_rank(s)});
+          }
+  }
+  return rows;
+}
+
+std::string sweep_csv_header() {
+  return "model,num_parameters,seq,mbs,recompute,precision,dp,zero,tp,sp,cp,pp,"
+         "parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,total_bytes";
+}
+
+std::string sweep_csv(const std::vector<SweepRow>& rows) {
+  std::ostringstream os;
+  os << sweep_csv_header() << '\n';
+  for (const SweepRow& r : rows) {
+    const TrainingSetup& s = r.setup;
+    const MemoryBreakdown& m = r.memory;
+    os << s.model.name << ',' << s.model.num_parameters() << ',' << s.seq << ',' << s.mbs << ','
+       << recompute_name(s.recompute) << ',' << precision_name(s.precision) << ',' << s.dp << ',' << s.zero << ','
+       << s.tp << ',' << (s.sp ? 1 : 0) << ',' << s.cp << ',' << s.pp << ',' << m.parameters << ','
+       << m.gradients << ',' << m.optimizer << ',' << m.activations << ',' << m.total() << '\n';
+  }
+  return os.str();
+}
+
+void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows) {
+  if (auto slash = path.find_last_of('/'); slash != std::string::npos && slash > 0)
+    make_dirs(path.substr(0, slash));
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write " + path);
+  f << sweep_csv(rows);
+  if (!f) throw Error("error while writing " + path);
+}
+
+MemorySweep figure_memory_vs_seq() {
+  MemorySweep s;
+  s.models = {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b"};
+  s.seqs = kPlaybookSeqs;
+  return s;
+}
+
+MemorySweep figure_recompute() {
+  MemorySweep s;
+  s.models = {"llama3.2-1b", "llama3.2-3b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b"};
+  s.seqs = kPlaybookSeqs;
+  s.recomputes = {Recompute::none, Recompute::selective, Recompute::full};
+  return s;
+}
+
+MemorySweep figure_zero() {
+  MemorySweep s;
+  s.models = {"llama3.1-8b"};
+  s.seqs = kPlaybookSeqs;
+  s.layouts.clear();
+  for (int stage = 0; stage <= 3; ++stage) {
+    SweepLayout l;
+    l.dp = 8;
+    l.zero = stage;
+    s.layouts.push_back(l);
+  }
+  return s;
+}
+
+std::vector<std::string> figure_names() { return {"memory_vs_seq", "recompute", "zero"}; }
+
+MemorySweep figure_by_name(const std::string& name) {
+  if (name == "memory_vs_seq") return figure_memory_vs_seq();
+  if (name == "recompute") return figure_recompute();
+  if (name == "zero") return figure_zero();
+  std::string list;
+  for (const auto& n : figure_names()) list += (list.empty() ? "" : ", ") + n;
+  throw UsageError("unknown sweep '" + name + "' (known: " + list + ")");
+}
+
+}  // namespace usp::calc

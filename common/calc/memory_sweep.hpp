@@ -1,0 +1,68 @@
+// Memory sweeps: the calculator evaluated over models × sequence lengths × recomputation modes
+// × precisions × parallel layouts, written as CSV for the analytic plots. Chapters 01, 02 and
+// 05 write the playbook's figures' data with
+//   write_sweep_csv(out_dir + "/memory_vs_seq.csv", run_sweep(figure_memory_vs_seq()));
+// and plots/ch01_memory_vs_seq.py, ch02_recompute_memory.py, ch05_zero_memory.py draw them.
+// usp_calc --sweep NAME writes the same files without running a chapter.
+//
+// CSV columns (one row per configuration, bytes per rank as memory_per_rank computes them):
+//   model,num_parameters,seq,mbs,recompute,precision,dp,zero,tp,sp,cp,pp,
+//   parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,total_bytes
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calc/memory_model.hpp"
+#include "calc/training_setup.hpp"
+
+namespace usp::calc {
+
+// One parallel layout of a sweep.
+struct SweepLayout {
+  std::int64_t dp = 1;
+  int zero = 0;
+  std::int64_t tp = 1;
+  bool sp = false;
+  std::int64_t cp = 1;
+  std::int64_t pp = 1;
+};
+
+// The product of these lists, in this nesting order (models outermost, layouts innermost).
+struct MemorySweep {
+  std::vector<std::string> models;  // built-in names (ModelConfig::builtin)
+  std::vector<std::int64_t> seqs;
+  std::vector<Recompute> recomputes = {Recompute::none};
+  std::vector<Precision> precisions = {Precision::mixed};
+  std::vector<SweepLayout> layouts = {SweepLayout{}};
+  std::int64_t mbs = 1;
+  bool fp32_grad_accum = false;
+};
+
+struct SweepRow {
+  TrainingSetup setup;
+  MemoryBreakdown memory;
+};
+
+// Every configuration of the sweep; UsageError if one of them is invalid (unknown model,
+// tp not dividing the heads, ...).
+std::vector<SweepRow> run_sweep(const MemorySweep& sweep);
+
+std::string sweep_csv_header();                    // the column line, without newline
+std::string sweep_csv(const std::vector<SweepRow>& rows);  // header + one line per row
+// Writes sweep_csv(rows) to path, creating its folder; usp::Error if it cannot.
+void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows);
+
+// The playbook's analytic figures; s = 1024, 2048, 4096, 8192, 16384, b = 1, mixed precision.
+// ch01: 8B / 70B / 405B, no recomputation (stacked params / grads / optimizer / activations).
+MemorySweep figure_memory_vs_seq();
+// ch02: 1B / 3B / 8B / 70B / 405B, recompute none / selective / full.
+MemorySweep figure_recompute();
+// ch05: 8B at DP = 8, ZeRO stage 0 (plain DP) / 1 / 2 / 3, no recomputation.
+MemorySweep figure_zero();
+
+// The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero".
+std::vector<std::string> figure_names();
+MemorySweep figure_by_name(const std::string& name);  // UsageError listing the names otherwise
+
+}  // namespace usp::calc

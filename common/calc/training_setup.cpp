@@ -1,0 +1,51 @@
+#include "calc/training_setup.hpp"
+
+#include "error.hpp"
+
+namespace usp::calc {
+
+const char* precision_name(Precision p) { return p == Precision::fp32 ? "fp32" : "mixed"; }
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp32") return Precision::fp32;
+  if (s == "mixed") return Precision::mixed;
+  throw UsageError("precision must be fp32 or mixed, got '" + s + "'");
+}
+
+void TrainingSetup::validate() const {
+  model.validate();
+  auto positive = [](std::int64_t v, const char* flag) {
+    if (v < 1) throw UsageError(std::string(flag) + " must be >= 1, got " + std::to_string(v));
+  };
+  positive(seq, "--seq");
+  positive(mbs, "--mbs");
+  positive(dp, "--dp");
+  positive(tp, "--tp");
+  positive(cp, "--cp");
+  positive(pp, "--pp");
+  positive(ep, "--ep");
+  const auto str = [](std::int64_t v) { return std::to_string(v); };
+  if (zero < 0 || zero > 3) throw UsageError("--zero must be 0, 1, 2 or 3, got " + str(zero));
+  if (ep != 1)
+    throw UsageError("--ep " + str(ep) +
+                     ": expert parallelism is not modelled until chapter 09 (the built-in models are "
+                     "dense); use --ep 1");
+  if (model.heads % tp != 0)
+    throw UsageError("--tp " + str(tp) + " must divide the number of heads (" + str(model.heads) + ")");
+  if (model.kv_heads % tp != 0 && tp % model.kv_heads != 0)
+    throw UsageError("--tp " + str(tp) + " must divide the kv heads (" + str(model.kv_heads) +
+                     ") or be a multiple of them (kv heads are then replicated)");
+  if (model.ffn % tp != 0)
+    throw UsageError("--tp " + str(tp) + " must divide the ffn size (" + str(model.ffn) + ")");
+  if (sp && seq % tp != 0)
+    throw UsageError("--seq " + str(seq) + " must be divisible by --tp " + str(tp) +
+                     " with --sp (the sequence is split over the TP ranks)");
+  if (seq % cp != 0)
+    throw UsageError("--seq " + str(seq) + " must be divisible by --cp " + str(cp));
+  if (pp > model.layers)
+    throw UsageError("--pp " + str(pp) + " must be <= the number of layers (" + str(model.layers) + ")");
+  if (fp32_grad_accum && precision != Precision::mixed)
+    throw UsageError("--fp32-grad-accum only applies to --precision mixed (fp32 gradients are already fp32)");
+}
+
+}  // namespace usp::calc

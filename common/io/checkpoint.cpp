@@ -1,0 +1,387 @@
+#include "io/checkpoint.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "io/json_value.hpp"
+#include "io/safetensors.hpp"
+#include "json.hpp"
+
+namespace usp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kConfigFile = "config.json";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kTrainerFile = "trainer_state.json";
+
+std::string in_dir(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
+std::string who(const std::string& dir) { return "checkpoint '" + dir + "'"; }
+
+// The directory exists, and so does the file in it; else the clear message.
+std::string need_file(const std::string& dir, const char* file, const char* hint = "") {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError(who(dir) + " not found (no such directory)");
+  const std::string path = in_dir(dir, file);
+  if (!fs::is_regular_file(path, ec)) throw UsageError(who(dir) + " has no " + file + hint);
+  return path;
+}
+
+// Writes text to path through path.tmp and a rename (no half-written file under the name).
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot create '" + tmp + "'");
+    out << text;
+    out.flush();
+    if (!out) throw Error("cannot write '" + tmp + "' (disk full?)");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw Error("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
+}
+
+// The shortest decimal that reads back as the same double ("1e-05", "0.02"; integral values
+// as "10000.0"), always with a '.' or an exponent so Python reads a float.
+std::string shortest_double(double v) {
+  char buf[40];
+  if (v == std::trunc(v) && std::abs(v) < 1e15) {  // integral: "10000.0", not "1e+04"
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // 'n': inf/nan stay as they are
+  return s;
+}
+
+const char* torch_dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "float32";
+    case DType::bf16: return "bfloat16";
+    case DType::f16: return "float16";
+    default: throw Error(std::string("checkpoint: parameters of dtype ") + dtype_name(t) + " cannot be saved");
+  }
+}
+
+// ---- reading config.json fields with the checkpoint's name in every message ----------------
+
+class ConfigReader {
+ public:
+  ConfigReader(const std::string& dir) : dir_(dir), root_(read_json_file(need_file(dir, kConfigFile), "config file")) {
+    if (!root_.is_object()) fail("config.json must hold a JSON object");
+  }
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw UsageError(who(dir_) + ": " + problem);
+  }
+  const JsonValue* find(const char* key) const {
+    const JsonValue* v = root_.find(key);
+    return v && !v->is_null() ? v : nullptr;
+  }
+  std::int64_t integer(const char* key, std::int64_t def, bool required = false) const {
+    const JsonValue* v = find(key);
+    if (!v) {
+      if (required) fail(std::string("config.json has no ") + key);
+      return def;
+    }
+    if (!v->is_number() || v->number_text().find_first_of(".eE") != std::string::npos)
+      fail(std::string("config.json: ") + key + " must be an integer");
+    return v->as_int64();
+  }
+  double real(const char* key, double def) const {
+    const JsonValue* v = find(key);
+    if (!v) return def;
+    if (!v->is_number()) fail(std::string("config.json: ") + key + " must be a number");
+    return v->as_double();
+  }
+  bool boolean(const char* key, bool def) const {
+    const JsonValue* v = find(key);
+    if (!v) return def;
+    if (!v->is_bool()) fail(std::string("config.json: ") + key + " must be true or false");
+    return v->as_bool();
+  }
+  std::string text(const char* key, const std::string& def) const {
+    const JsonValue* v = find(key);
+    if (!v) return def;
+    if (!v->is_string()) fail(std::string("config.json: ") + key + " must be a string");
+    return v->as_string();
+  }
+  bool present(const char* key) const { return find(key) != nullptr; }
+
+ private:
+  std::string dir_;
+  JsonValue root_;
+};
+
+std::string meta(const SafetensorsFile& f, const std::string& dir, const char* key) {
+  auto it = f.metadata().find(key);
+  if (it == f.metadata().end()) throw UsageError(who(dir) + ": optimizer.safetensors metadata has no '" + key + "'");
+  return it->second;
+}
+
+std::int64_t meta_int(const SafetensorsFile& f, const std::string& dir, const char* key) {
+  const std::string s = meta(f, dir, key);
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0')
+    throw UsageError(who(dir) + ": optimizer.safetensors metadata '" + key + "' is not an integer: " + s);
+  return v;
+}
+
+double meta_double(const SafetensorsFile& f, const std::string& dir, const char* key) {
+  const std::string s = meta(f, dir, key);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0')
+    throw UsageError(who(dir) + ": optimizer.safetensors metadata '" + key + "' is not a number: " + s);
+  return v;
+}
+
+}  // namespace
+
+// ---- saving --------------------------------------------------------------------------------
+
+std::string hf_config_json(const ModelConfig& c, DType dtype) {
+  struct Line {
+    const char* key;
+    std::string value;  // serialised
+  };
+  auto str = [](const std::string& s) { return '"' + json_escape(s) + '"'; };
+  auto num = [](std::int64_t v) { return std::to_string(v); };
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  const std::vector<Line> lines = {
+      {"architectures", "[\"LlamaForCausalLM\"]"},
+      {"model_type", str("llama")},
+      {"attention_bias", flag(false)},
+      {"attention_dropout", "0.0"},
+      {"bos_token_id", "null"},  // byte-level vocabulary: no special tokens
+      {"eos_token_id", "null"},
+      {"head_dim", num(c.head_dim())},
+      {"hidden_act", str("silu")},
+      {"hidden_size", num(c.hidden)},
+      {"initializer_range", shortest_double(c.init_std)},
+      {"intermediate_size", num(c.ffn)},
+      {"max_position_embeddings", num(c.max_seq)},
+      {"mlp_bias", flag(false)},
+      {"num_attention_heads", num(c.heads)},
+      {"num_hidden_layers", num(c.layers)},
+      {"num_key_value_heads", num(c.kv_heads)},
+      {"pretraining_tp", "1"},
+      {"rms_norm_eps", shortest_double(c.norm_eps)},
+      {"rope_scaling", "null"},
+      {"rope_theta", shortest_double(c.rope_theta)},
+      {"tie_word_embeddings", flag(c.tied_embeddings)},
+      {"torch_dtype", str(torch_dtype_name(dtype))},
+      {"use_cache", flag(true)},
+      {"vocab_size", num(c.vocab)},
+      {"usp_model", str(c.name)},
+  };
+  std::string out = "{\n";
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    out += std::string("  \"") + lines[i].key + "\": " + lines[i].value + (i + 1 < lines.size() ? ",\n" : "\n");
+  return out + "}\n";
+}
+
+void save_checkpoint(const std::string& dir, const ParamStore& params, const AdamW* opt, const TrainerState* state) {
+  make_dirs(dir);
+
+  std::vector<NamedTensor> tensors;
+  for (std::size_t i = 0; i < params.infos().size(); ++i)
+    tensors.push_back({params.infos()[i].name, params.param(static_cast<int>(i))});
+  write_safetensors(in_dir(dir, kModelFile), tensors, {{"format", "pt"}});
+  write_text_file(in_dir(dir, kConfigFile), hf_config_json(params.config(), params.dtype()));
+
+  std::error_code ec;
+  if (opt) {
+    const AdamW& o = *opt;
+    std::vector<NamedTensor> state_tensors = {{"adamw.m", o.m()}, {"adamw.v", o.v()}};
+    if (o.master().defined()) state_tensors.push_back({"adamw.master", o.master()});
+    const AdamWConfig& c = o.config();
+    write_safetensors(in_dir(dir, kOptimizerFile), state_tensors,
+                      {{"format", "usp-adamw"},
+                       {"step", std::to_string(o.step_count())},
+                       {"begin", std::to_string(o.begin())},
+                       {"end", std::to_string(o.end())},
+                       {"lr", shortest_double(c.lr)},
+                       {"beta1", shortest_double(c.beta1)},
+                       {"beta2", shortest_double(c.beta2)},
+                       {"eps", shortest_double(c.eps)},
+                       {"weight_decay", shortest_double(c.weight_decay)}});
+  } else {
+    fs::remove(in_dir(dir, kOptimizerFile), ec);
+  }
+
+  if (state) {
+    JsonWriter w;
+    w.begin_object();
+    w.field("step", state->step);
+    w.field("seed", state->seed);
+    w.field("data", state->data);
+    w.field("seq", state->seq);
+    w.field("global_batch", state->global_batch);
+    w.key("losses").array(state->losses);  // %.17g: every double reads back exactly
+    w.end_object();
+    write_text_file(in_dir(dir, kTrainerFile), w.str() + "\n");
+  } else {
+    fs::remove(in_dir(dir, kTrainerFile), ec);
+  }
+}
+
+// ---- loading -------------------------------------------------------------------------------
+
+ModelConfig load_config(const std::string& dir) {
+  const ConfigReader r(dir);
+  const std::string model_type = r.text("model_type", "llama");
+  if (model_type != "llama") r.fail("config.json: model_type is '" + model_type + "', only 'llama' is supported");
+  const std::string act = r.text("hidden_act", "silu");
+  if (act != "silu") r.fail("config.json: hidden_act is '" + act + "', only 'silu' (SwiGLU) is supported");
+  if (r.present("rope_scaling")) r.fail("config.json: rope_scaling is set; only plain RoPE (rope_scaling null) is supported");
+  if (r.boolean("attention_bias", false)) r.fail("config.json: attention_bias is true; the model has no biases");
+  if (r.boolean("mlp_bias", false)) r.fail("config.json: mlp_bias is true; the model has no biases");
+  if (r.integer("pretraining_tp", 1) != 1) r.fail("config.json: pretraining_tp must be 1");
+
+  ModelConfig c;
+  const std::string base = fs::path(dir).lexically_normal().filename().string();
+  c.name = r.text("usp_model", base.empty() ? "checkpoint" : base);
+  c.vocab = r.integer("vocab_size", 0, true);
+  c.hidden = r.integer("hidden_size", 0, true);
+  c.layers = r.integer("num_hidden_layers", 0, true);
+  c.heads = r.integer("num_attention_heads", 0, true);
+  c.kv_heads = r.integer("num_key_value_heads", c.heads);  // transformers' default: no GQA
+  c.ffn = r.integer("intermediate_size", 0, true);
+  c.max_seq = r.integer("max_position_embeddings", 2048);
+  c.rope_theta = r.real("rope_theta", 10000.0);
+  c.norm_eps = r.real("rms_norm_eps", 1e-6);
+  c.init_std = r.real("initializer_range", 0.02);
+  c.tied_embeddings = r.boolean("tie_word_embeddings", false);
+  if (c.heads >= 1 && c.hidden % c.heads == 0) {
+    const std::int64_t head_dim = r.integer("head_dim", c.hidden / c.heads);
+    if (head_dim != c.hidden / c.heads)
+      r.fail("config.json: head_dim " + std::to_string(head_dim) + " differs from hidden_size / num_attention_heads = " +
+             std::to_string(c.hidden / c.heads) + "; the model needs them equal");
+  }
+  try {
+    c.validate();
+  } catch (const UsageError& e) {
+    r.fail(std::string("config.json: ") + e.what());
+  }
+  return c;
+}
+
+DType load_dtype(const std::string& dir) {
+  const ConfigReader r(dir);
+  const std::string t = r.text("torch_dtype", "float32");
+  if (t == "float32") return DType::f32;
+  if (t == "bfloat16") return DType::bf16;
+  if (t == "float16") return DType::f16;
+  r.fail("config.json: torch_dtype '" + t + "' is not supported (float32, bfloat16, float16)");
+}
+
+void load_params(const std::string& dir, ParamStore& params) {
+  const ModelConfig saved = load_config(dir);
+  const ModelConfig& ours = params.config();
+  auto same = [&](const char* what, std::int64_t a, std::int64_t b) {
+    if (a != b)
+      throw UsageError(who(dir) + ": config.json has " + what + " = " + std::to_string(a) + ", the model has " +
+                       std::to_string(b));
+  };
+  same("vocab_size", saved.vocab, ours.vocab);
+  same("hidden_size", saved.hidden, ours.hidden);
+  same("num_hidden_layers", saved.layers, ours.layers);
+  same("num_attention_heads", saved.heads, ours.heads);
+  same("num_key_value_heads", saved.kv_heads, ours.kv_heads);
+  same("intermediate_size", saved.ffn, ours.ffn);
+  same("tie_word_embeddings", saved.tied_embeddings, ours.tied_embeddings);
+
+  const SafetensorsFile file(need_file(dir, kModelFile));
+  std::set<std::string> expected;
+  for (const ParamInfo& p : params.infos()) expected.insert(p.name);
+  for (const SafetensorsEntry& e : file.entries())
+    if (!expected.count(e.name))
+      throw UsageError(who(dir) + ": model.safetensors has unexpected tensor '" + e.name + "' (not a parameter of " +
+                       ours.str() + ")");
+  for (std::size_t i = 0; i < params.infos().size(); ++i) {
+    const ParamInfo& p = params.infos()[i];
+    if (!file.has(p.name)) throw UsageError(who(dir) + ": model.safetensors has no tensor '" + p.name + "'");
+    const SafetensorsEntry& e = file.entry(p.name);
+    if (e.dtype != params.dtype())
+      throw UsageError(who(dir) + ": model.safetensors holds '" + p.name + "' as " + safetensors_dtype_name(e.dtype) +
+                       ", the model's parameters are " + safetensors_dtype_name(params.dtype()));
+    if (e.shape != p.shape)
+      throw UsageError(who(dir) + ": model.safetensors holds '" + p.name + "' as " + shape_str(e.shape) +
+                       ", the model expects " + shape_str(p.shape));
+    file.read_into(p.name, params.param(static_cast<int>(i)));
+  }
+}
+
+bool has_optimizer_state(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(in_dir(dir, kOptimizerFile), ec);
+}
+
+AdamWConfig load_optimizer_config(const std::string& dir) {
+  const SafetensorsFile file(need_file(dir, kOptimizerFile, " (it was saved without optimizer state)"));
+  AdamWConfig c;
+  c.lr = meta_double(file, dir, "lr");
+  c.beta1 = meta_double(file, dir, "beta1");
+  c.beta2 = meta_double(file, dir, "beta2");
+  c.eps = meta_double(file, dir, "eps");
+  c.weight_decay = meta_double(file, dir, "weight_decay");
+  return c;
+}
+
+void load_optimizer(const std::string& dir, AdamW& opt) {
+  const SafetensorsFile file(need_file(dir, kOptimizerFile, " (it was saved without optimizer state)"));
+  const std::int64_t begin = meta_int(file, dir, "begin"), end = meta_int(file, dir, "end");
+  if (begin != opt.begin() || end != opt.end())
+    throw UsageError(who(dir) + ": the optimizer state covers parameters [" + std::to_string(begin) + ", " +
+                     std::to_string(end) + "), this optimizer covers [" + std::to_string(opt.begin()) + ", " +
+                     std::to_string(opt.end()) + ")");
+  const bool saved_master = file.has("adamw.master");
+  if (saved_master != opt.master().defined())
+    throw UsageError(who(dir) + (saved_master ? ": the optimizer state has fp32 master weights but the parameters are fp32"
+                                              : ": the optimizer state has no fp32 master weights but the parameters are low precision"));
+  for (const SafetensorsEntry& e : file.entries())
+    if (e.name != "adamw.m" && e.name != "adamw.v" && e.name != "adamw.master")
+      throw UsageError(who(dir) + ": optimizer.safetensors has unexpected tensor '" + e.name + "'");
+  file.read_into("adamw.m", opt.m());
+  file.read_into("adamw.v", opt.v());
+  if (saved_master) file.read_into("adamw.master", opt.master());
+  opt.set_step_count(meta_int(file, dir, "step"));
+}
+
+TrainerState load_trainer_state(const std::string& dir) {
+  const JsonValue root = read_json_file(need_file(dir, kTrainerFile, " (it was saved without a trainer state)"));
+  auto field = [&](const char* key) -> const JsonValue& {
+    const JsonValue* v = root.find(key);
+    if (!v) throw UsageError(who(dir) + ": trainer_state.json has no '" + key + "'");
+    return *v;
+  };
+  TrainerState s;
+  try {
+    s.step = field("step").as_int64();
+    s.seed = field("seed").as_uint64();
+    s.data = field("data").as_string();
+    s.seq = field("seq").as_int64();
+    s.global_batch = field("global_batch").as_int64();
+    for (const JsonValue& l : field("losses").items()) s.losses.push_back(l.is_null() ? NAN : l.as_double());
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(who(dir), 0) == 0) throw;
+    throw UsageError(who(dir) + ": trainer_state.json: " + msg);
+  }
+  return s;
+}
+
+}  // namespace usp

@@ -1,0 +1,112 @@
+#include "model/config.hpp"
+
+#include <sstream>
+
+#include "error.hpp"
+
+namespace usp {
+
+void ModelConfig::validate() const {
+  auto positive = [&](std::int64_t v, const char* what) {
+    if (v < 1) throw UsageError(std::string("model: ") + what + " must be >= 1, got " + std::to_string(v));
+  };
+  positive(vocab, "vocab");
+  positive(hidden, "hidden");
+  positive(layers, "layers");
+  positive(heads, "heads");
+  positive(kv_heads, "kv-heads");
+  positive(ffn, "ffn");
+  positive(max_seq, "max-seq");
+  if (hidden % heads != 0)
+    throw UsageError("model: heads (" + std::to_string(heads) + ") must divide hidden (" +
+                     std::to_string(hidden) + ")");
+  if (heads % kv_heads != 0)
+    throw UsageError("model: kv-heads (" + std::to_string(kv_heads) + ") must divide heads (" +
+                     std::to_string(heads) + ")");
+  if (head_dim() % 2 != 0)
+    throw UsageError("model: head_dim = hidden / heads = " + std::to_string(head_dim()) +
+                     " must be even for RoPE");
+  if (!(norm_eps > 0)) throw UsageError("model: norm_eps must be > 0");
+  if (!(rope_theta > 0)) throw UsageError("model: rope_theta must be > 0");
+}
+
+std::int64_t ModelConfig::params_per_layer() const {
+  const std::int64_t h = hidden, d = head_dim();
+  return h * heads * d + 2 * h * kv_heads * d + heads * d * h + 3 * h * ffn + 2 * h;
+}
+
+std::int64_t ModelConfig::num_parameters() const {
+  return vocab * hidden * (tied_embeddings ? 1 : 2) + layers * params_per_layer() + hidden;
+}
+
+namespace {
+ModelConfig shape(const char* name, std::int64_t L, std::int64_t h, std::int64_t a, std::int64_t g,
+                  std::int64_t f, std::int64_t v, bool tied, double theta, std::int64_t max_seq) {
+  ModelConfig c;
+  c.name = name;
+  c.layers = L;
+  c.hidden = h;
+  c.heads = a;
+  c.kv_heads = g;
+  c.ffn = f;
+  c.vocab = v;
+  c.tied_embeddings = tied;
+  c.rope_theta = theta;
+  c.max_seq = max_seq;
+  return c;
+}
+
+std::vector<ModelConfig> builtins() {
+  // Llama-3.1 / 3.2 shapes from their published configs (norm eps 1e-5, theta 500000).
+  return {
+      shape("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, true, 500000.0, 131072),
+      shape("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, true, 500000.0, 131072),
+      shape("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, false, 500000.0, 131072),
+      shape("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256, false, 500000.0, 131072),
+      shape("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, false, 500000.0, 131072),
+      // The course's CPU-sized models, byte-level vocabulary.
+      shape("usp-tiny", 2, 64, 4, 2, 192, 256, false, 10000.0, 4096),
+      shape("usp-small", 4, 256, 8, 4, 768, 256, false, 10000.0, 4096),
+      shape("usp-base", 8, 512, 8, 4, 1536, 256, false, 10000.0, 4096),
+  };
+}
+}  // namespace
+
+ModelConfig ModelConfig::builtin(const std::string& name) {
+  for (const auto& c : builtins())
+    if (c.name == name) return c;
+  std::string list;
+  for (const auto& n : builtin_names()) list += (list.empty() ? "" : ", ") + n;
+  throw UsageError("unknown model '" + name + "' (built-in: " + list + ")");
+}
+
+std::vector<std::string> ModelConfig::builtin_names() {
+  std::vector<std::string> names;
+  for (const auto& c : builtins()) names.push_back(c.name);
+  return names;
+}
+
+std::string ModelConfig::str() const {
+  std::ostringstream os;
+  os << name << ": L=" << layers << " h=" << hidden << " a=" << heads << " g=" << kv_heads << " f=" << ffn
+     << " v=" << vocab << (tied_embeddings ? " tied" : "");
+  return os.str();
+}
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+Recompute parse_recompute(const std::string& s) {
+  if (s == "none") return Recompute::none;
+  if (s == "selective") return Recompute::selective;
+  if (s == "full") return Recompute::full;
+  throw UsageError("recompute must be none, selective or full, got '" + s + "'");
+}
+
+}  // namespace usp

@@ -1,0 +1,59 @@
+// ModelConfig: the shape of the Llama-style decoder every chapter trains, and the built-in
+// shapes (Llama-3.1/3.2 and the course's small models) that the calculator and the chapters
+// share. Names follow Hugging Face's LlamaConfig where one exists.
+//
+//   hidden h, layers L, heads a (query heads), kv_heads g (GQA: a % g == 0), head_dim d = h / a,
+//   ffn f (SwiGLU intermediate size), vocab v (256 for byte-level text).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace usp {
+
+struct ModelConfig {
+  std::string name = "custom";
+  std::int64_t vocab = 256;
+  std::int64_t hidden = 256;
+  std::int64_t layers = 4;
+  std::int64_t heads = 8;
+  std::int64_t kv_heads = 4;
+  std::int64_t ffn = 768;
+  std::int64_t max_seq = 4096;   // max_position_embeddings (RoPE has no learned table)
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;        // rms_norm_eps
+  double init_std = 0.02;        // initializer_range: linear and embedding weights ~ N(0, std²)
+  bool tied_embeddings = false;  // tie_word_embeddings: lm_head reuses embed_tokens
+
+  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t q_dim() const { return heads * head_dim(); }      // = hidden
+  std::int64_t kv_dim() const { return kv_heads * head_dim(); }
+
+  // Throws UsageError naming the first inconsistency (heads must divide hidden, kv_heads
+  // must divide heads, head_dim must be even for RoPE, every size >= 1).
+  void validate() const;
+
+  // Exact parameter count of this architecture (what ParamStore allocates):
+  //   v·h (embedding) + L·(h·a·d + 2·h·g·d + a·d·h + 3·h·f + 2h) + h (final norm)
+  //   + v·h when the head is untied.
+  std::int64_t num_parameters() const;
+  std::int64_t params_per_layer() const;
+
+  // Built-in shapes: "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.2-1b",
+  // "llama3.2-3b", and the course's CPU-sized "usp-tiny", "usp-small", "usp-base".
+  // Throws UsageError listing the names for an unknown one.
+  static ModelConfig builtin(const std::string& name);
+  static std::vector<std::string> builtin_names();
+
+  std::string str() const;  // "usp-small: L=4 h=256 a=8 g=4 f=768 v=256"
+};
+
+// Which activations the decoder layers keep for backward (chapter 02):
+//   none       every tensor backward needs is saved
+//   selective  the attention probabilities (b·a·s² per layer) are dropped and recomputed
+//   full       only each layer's input is saved; the whole layer is recomputed in backward
+enum class Recompute { none, selective, full };
+const char* recompute_name(Recompute r);
+Recompute parse_recompute(const std::string& s);  // UsageError otherwise
+
+}  // namespace usp

@@ -1,0 +1,402 @@
+// The decoder's forward and backward, layer by layer, with what each layer keeps spelled out
+// in LayerSaved. Read forward_layer and backward_layer side by side: every tensor the backward
+// reads is one the forward kept (or, under recomputation, one the backward rebuilds first).
+#include "model/model.hpp"
+
+#include "memory_tracker.hpp"
+#include "ops/ops.hpp"
+
+namespace usp {
+
+namespace {
+
+// What a decoder layer keeps for its backward. N = B·T rows; C hidden; Q = H·D; K = G·D; F ffn.
+struct LayerSaved {
+  Tensor x;             // [N, C]  the layer input (the residual stream)
+  Tensor h1, rstd1;     // [N, C], [N] f32: input RMSNorm output and 1/rms
+  Tensor q, k, v;       // [N, Q], [N, K], [N, K]: projections, q and k after RoPE
+  Tensor probs;         // [B, H, T, T]: attention probabilities (Recompute::none only)
+  Tensor a;             // [N, Q]  attention output, the o_proj input
+  Tensor x2;            // [N, C]  residual after attention
+  Tensor h2, rstd2;     // [N, C], [N] f32: post-attention RMSNorm
+  Tensor g, u, z;       // [N, F]  gate, up, silu(g)·u (the down_proj input)
+
+  std::int64_t bytes() const {
+    std::int64_t n = 0;
+    for (const Tensor* t : {&x, &h1, &rstd1, &q, &k, &v, &probs, &a, &x2, &h2, &rstd2, &g, &u, &z})
+      if (t->defined()) n += static_cast<std::int64_t>(t->nbytes());
+    return n;
+  }
+};
+
+// What the head (final norm, lm_head, loss) keeps.
+struct HeadSaved {
+  Tensor xf;            // [N, C]  the last layer's output
+  Tensor hf, rstdf;     // [N, C], [N] f32: final RMSNorm
+  Tensor logits;        // [N, V]
+
+  std::int64_t bytes() const {
+    std::int64_t n = 0;
+    for (const Tensor* t : {&xf, &hf, &rstdf, &logits})
+      if (t->defined()) n += static_cast<std::int64_t>(t->nbytes());
+    return n;
+  }
+};
+
+// How much of a layer's forward state to keep.
+enum class Keep {
+  everything,      // Recompute::none, and the re-forward of Recompute::full
+  no_probs,        // Recompute::selective
+  input_only,      // Recompute::full
+  nothing          // evaluation
+};
+
+std::int64_t activation_bytes_now() { return MemoryTracker::instance().current()[MemCategory::Activation]; }
+
+}  // namespace
+
+struct Model::Impl {
+  std::vector<LayerSaved> layers;
+  HeadSaved head;
+  Tensor inputs, targets;  // [B, T] i32, the last forward's batch
+  std::int64_t B = 0, T = 0;
+  bool have_forward = false;
+};
+
+namespace {
+
+// Indices of one layer's parameters in the ParamStore (layout order of params.hpp).
+struct LayerParams {
+  int input_norm, q, k, v, o, post_norm, gate, up, down;
+};
+
+// Parameter 0 is the embedding; each layer then has 9 parameters.
+LayerParams layer_params(std::int64_t layer) {
+  const int base = 1 + static_cast<int>(layer) * 9;
+  return {base, base + 1, base + 2, base + 3, base + 4, base + 5, base + 6, base + 7, base + 8};
+}
+
+// One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
+// Fills s with what backward needs, as `keep` says.
+Tensor forward_layer(const ParamStore& P, std::int64_t layer, const Tensor& x, std::int64_t B,
+                     std::int64_t T, DType adt, Keep keep, LayerSaved& s) {
+  const ModelConfig& c = P.config();
+  const LayerParams ip = layer_params(layer);
+  const std::int64_t N = B * T, C = c.hidden, H = c.heads, G = c.kv_heads, D = c.head_dim(), F = c.ffn;
+  const float eps = static_cast<float>(c.norm_eps);
+  // Kept tensors are Activations; the rest are Temporaries freed when this function returns.
+  const bool keep_all = keep == Keep::everything || keep == Keep::no_probs;
+  const MemCategory cat = keep_all ? MemCategory::Activation : MemCategory::Temporary;
+  auto make = [&](Shape shape, DType dt = DType::f32) { return Tensor::empty(shape, dt, cat); };
+
+  Tensor h1 = make({N, C}, adt), rstd1 = make({N});
+  ops::rmsnorm_forward(x, P.param(ip.input_norm), h1, rstd1, eps);
+
+  Tensor q = make({N, H * D}, adt), k = make({N, G * D}, adt), v = make({N, G * D}, adt);
+  ops::matmul_forward(h1, P.param(ip.q), q);
+  ops::matmul_forward(h1, P.param(ip.k), k);
+  ops::matmul_forward(h1, P.param(ip.v), v);
+  Tensor q4 = q.reshape({B, T, H, D}), k4 = k.reshape({B, T, G, D}), v4 = v.reshape({B, T, G, D});
+  ops::rope_forward(q4, c.rope_theta);
+  ops::rope_forward(k4, c.rope_theta);
+
+  Tensor probs;  // undefined: the attention keeps its probabilities in a Temporary
+  if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, adt, MemCategory::Activation);
+  Tensor a = make({N, H * D}, adt);
+  Tensor a4 = a.reshape({B, T, H, D});
+  ops::attention_forward(q4, k4, v4, a4, probs);
+
+  Tensor x2 = make({N, C}, adt);
+  ops::matmul_forward(a, P.param(ip.o), x2);
+  ops::add_inplace(x2, x);
+
+  Tensor h2 = make({N, C}, adt), rstd2 = make({N});
+  ops::rmsnorm_forward(x2, P.param(ip.post_norm), h2, rstd2, eps);
+  Tensor g = make({N, F}, adt), u = make({N, F}, adt), z = make({N, F}, adt);
+  ops::matmul_forward(h2, P.param(ip.gate), g);
+  ops::matmul_forward(h2, P.param(ip.up), u);
+  ops::swiglu_forward(g, u, z);
+
+  Tensor y = Tensor::empty({N, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation);
+  ops::matmul_forward(z, P.param(ip.down), y);
+  ops::add_inplace(y, x2);
+
+  if (keep != Keep::nothing) s.x = x;
+  if (keep_all) {
+    s.h1 = h1; s.rstd1 = rstd1;
+    s.q = q; s.k = k; s.v = v;
+    s.probs = probs;
+    s.a = a; s.x2 = x2;
+    s.h2 = h2; s.rstd2 = rstd2;
+    s.g = g; s.u = u; s.z = z;
+  }
+  return y;
+}
+
+// One decoder layer backward. dy [N, C] f32 is the gradient of the layer output; on return it
+// holds the gradient of the layer input (the residual stream carries it through in place).
+// Parameter gradients are accumulated; each saved tensor is released once it has been used.
+void backward_layer(ParamStore& P, std::int64_t layer, LayerSaved& s, Tensor& dy, std::int64_t B,
+                    std::int64_t T, const ModelHooks& hooks) {
+  const ModelConfig& c = P.config();
+  const LayerParams ip = layer_params(layer);
+  const std::int64_t N = B * T, C = c.hidden, H = c.heads, G = c.kv_heads, D = c.head_dim(), F = c.ffn;
+  auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };
+  auto ready = [&](int i) { if (hooks.grad_ready) hooks.grad_ready(i); };
+
+  // y = x2 + z·Wdᵀ
+  {
+    Tensor dz = tmp({N, F});
+    Tensor dWd = P.grad(ip.down);
+    ops::matmul_backward(dy, s.z, P.param(ip.down), dz, dWd);
+    ready(ip.down);
+    s.z = Tensor();
+    // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
+    Tensor dg = tmp({N, F}), du = tmp({N, F});
+    ops::swiglu_backward(dz, s.g, s.u, dg, du);
+    s.g = Tensor();
+    s.u = Tensor();
+    Tensor dh2 = tmp({N, C});
+    Tensor dWu = P.grad(ip.up), dWg = P.grad(ip.gate);
+    ops::matmul_backward(du, s.h2, P.param(ip.up), dh2, dWu);
+    ready(ip.up);
+    ops::matmul_backward(dg, s.h2, P.param(ip.gate), dh2, dWg, /*accumulate_dx=*/true);
+    ready(ip.gate);
+    s.h2 = Tensor();
+    // h2 = rmsnorm(x2): dx2 = dy (residual) + rmsnorm'(dh2)
+    Tensor dwp = P.grad(ip.post_norm);
+    ops::rmsnorm_backward(dh2, s.x2, P.param(ip.post_norm), s.rstd2, dy, dwp);
+    ready(ip.post_norm);
+    s.x2 = Tensor();
+    s.rstd2 = Tensor();
+  }
+  // x2 = x + a·Woᵀ
+  {
+    Tensor da = tmp({N, H * D});
+    Tensor dWo = P.grad(ip.o);
+    ops::matmul_backward(dy, s.a, P.param(ip.o), da, dWo);
+    ready(ip.o);
+    s.a = Tensor();
+    // a = attention(q, k, v)
+    Tensor dq = tmp({N, H * D}), dk = tmp({N, G * D}), dv = tmp({N, G * D});
+    {
+      Tensor da4 = da.reshape({B, T, H, D}), q4 = s.q.reshape({B, T, H, D});
+      Tensor k4 = s.k.reshape({B, T, G, D}), v4 = s.v.reshape({B, T, G, D});
+      Tensor dq4 = dq.reshape({B, T, H, D}), dk4 = dk.reshape({B, T, G, D}), dv4 = dv.reshape({B, T, G, D});
+      ops::attention_backward(da4, q4, k4, v4, s.probs, dq4, dk4, dv4);
+      s.probs = Tensor();
+      s.v = Tensor();
+      ops::rope_backward(dq4, c.rope_theta);
+      ops::rope_backward(dk4, c.rope_theta);
+    }
+    // q, k, v = h1·Wqᵀ, h1·Wkᵀ, h1·Wvᵀ (reverse parameter order: v, k, q)
+    Tensor dh1 = tmp({N, C});
+    Tensor dWv = P.grad(ip.v), dWk = P.grad(ip.k), dWq = P.grad(ip.q);
+    ops::matmul_backward(dv, s.h1, P.param(ip.v), dh1, dWv);
+    ready(ip.v);
+    ops::matmul_backward(dk, s.h1, P.param(ip.k), dh1, dWk, /*accumulate_dx=*/true);
+    ready(ip.k);
+    ops::matmul_backward(dq, s.h1, P.param(ip.q), dh1, dWq, /*accumulate_dx=*/true);
+    ready(ip.q);
+    s.q = Tensor();
+    s.k = Tensor();
+    s.h1 = Tensor();
+    // h1 = rmsnorm(x): dx = dx2 (residual) + rmsnorm'(dh1)
+    Tensor dwi = P.grad(ip.input_norm);
+    ops::rmsnorm_backward(dh1, s.x, P.param(ip.input_norm), s.rstd1, dy, dwi);
+    ready(ip.input_norm);
+    s.x = Tensor();
+    s.rstd1 = Tensor();
+  }
+}
+
+int head_weight_index(const ParamStore& P) {
+  return P.config().tied_embeddings ? 0 : static_cast<int>(P.infos().size()) - 1;
+}
+int final_norm_index(const ParamStore& P) {
+  return P.config().tied_embeddings ? static_cast<int>(P.infos().size()) - 1
+                                    : static_cast<int>(P.infos().size()) - 2;
+}
+
+// Head forward: x [N, C] -> logits [N, V] (kept in h.logits when keep is true).
+Tensor forward_head(const ParamStore& P, const Tensor& x, DType adt, bool keep, HeadSaved& h) {
+  const ModelConfig& c = P.config();
+  const std::int64_t N = x.dim(0), C = c.hidden, V = c.vocab;
+  const MemCategory cat = keep ? MemCategory::Activation : MemCategory::Temporary;
+  Tensor hf = Tensor::empty({N, C}, adt, cat), rstdf = Tensor::empty({N}, DType::f32, cat);
+  ops::rmsnorm_forward(x, P.param(final_norm_index(P)), hf, rstdf, static_cast<float>(c.norm_eps));
+  Tensor logits = Tensor::empty({N, V}, adt, cat);
+  ops::matmul_forward(hf, P.param(head_weight_index(P)), logits);
+  if (keep) {
+    h.xf = x;
+    h.hf = hf;
+    h.rstdf = rstdf;
+    h.logits = logits;
+  }
+  return logits;
+}
+
+void check_batch(const ModelConfig& c, const Tensor& inputs, const Tensor& targets) {
+  if (inputs.dtype() != DType::i32 || targets.dtype() != DType::i32)
+    throw Error("Model: inputs and targets must be i32 token tensors");
+  if (inputs.ndim() != 2 || inputs.shape() != targets.shape())
+    throw Error("Model: inputs " + shape_str(inputs.shape()) + " and targets " + shape_str(targets.shape()) +
+                " must both be [B, T]");
+  if (inputs.dim(1) > c.max_seq)
+    throw UsageError("sequence length " + std::to_string(inputs.dim(1)) + " exceeds the model's max_seq " +
+                     std::to_string(c.max_seq));
+}
+
+}  // namespace
+
+Model::Model(ParamStore& params, ModelOptions options)
+    : params_(params), options_(options), impl_(std::make_unique<Impl>()) {
+  if (options_.activation_dtype != DType::f32 && options_.activation_dtype != DType::bf16)
+    throw UsageError(std::string("activation dtype must be f32 or bf16, got ") + dtype_name(options_.activation_dtype));
+  impl_->layers.resize(static_cast<std::size_t>(config().layers));
+}
+
+Model::~Model() = default;
+
+double Model::forward(const Tensor& inputs, const Tensor& targets) {
+  const ModelConfig& c = config();
+  check_batch(c, inputs, targets);
+  USP_CHECK(!impl_->have_forward, "Model::forward called twice without backward in between");
+  Impl& m = *impl_;
+  m.B = inputs.dim(0);
+  m.T = inputs.dim(1);
+  m.inputs = inputs;
+  m.targets = targets;
+  const std::int64_t N = m.B * m.T;
+  const DType adt = options_.activation_dtype;
+  const int units = params_.num_units();
+  saved_bytes_.assign(static_cast<std::size_t>(units), 0);
+  measured_saved_bytes_.assign(static_cast<std::size_t>(units), 0);
+  flops_ = {};
+  const std::int64_t flops0 = ops::flop_count();
+  auto before = [&](int u) { if (hooks_.before_forward) hooks_.before_forward(u); return activation_bytes_now(); };
+  auto after = [&](int u, std::int64_t bytes0) {
+    measured_saved_bytes_[static_cast<std::size_t>(u)] = activation_bytes_now() - bytes0;
+    if (hooks_.after_forward) hooks_.after_forward(u);
+  };
+
+  // unit 0: token embedding -> x [N, C], the first layer's input
+  std::int64_t b0 = before(0);
+  Tensor x = Tensor::empty({N, c.hidden}, adt, MemCategory::Activation);
+  ops::embedding_forward(inputs.reshape({N}), params_.param(0), x);
+  after(0, b0);
+
+  const Keep keep = options_.recompute == Recompute::none        ? Keep::everything
+                    : options_.recompute == Recompute::selective ? Keep::no_probs
+                                                                 : Keep::input_only;
+  for (std::int64_t l = 0; l < c.layers; ++l) {
+    const int u = static_cast<int>(l) + 1;
+    b0 = before(u);
+    LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
+    x = forward_layer(params_, l, x, m.B, m.T, adt, keep, s);
+    saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
+    after(u, b0);
+  }
+
+  const int last = units - 1;
+  b0 = before(last);
+  forward_head(params_, x, adt, /*keep=*/true, m.head);
+  const double loss = ops::cross_entropy_forward(m.head.logits, targets.reshape({N}));
+  saved_bytes_[static_cast<std::size_t>(last)] = m.head.bytes();
+  after(last, b0);
+
+  flops_.forward = ops::flop_count() - flops0;
+  m.have_forward = true;
+  return loss;
+}
+
+void Model::backward(float loss_scale) {
+  Impl& m = *impl_;
+  USP_CHECK(m.have_forward, "Model::backward called without a forward");
+  const ModelConfig& c = config();
+  const std::int64_t N = m.B * m.T;
+  const int units = params_.num_units(), last = units - 1;
+  auto ready = [&](int i) { if (hooks_.grad_ready) hooks_.grad_ready(i); };
+  const std::int64_t flops0 = ops::flop_count();
+  std::int64_t recompute = 0;
+  const Tensor targets = m.targets.reshape({N});
+
+  // head: loss -> logits -> final norm
+  if (hooks_.before_backward) hooks_.before_backward(last);
+  Tensor dx = Tensor::zeros({N, c.hidden}, DType::f32, MemCategory::Temporary);  // the residual stream's gradient
+  {
+    HeadSaved& h = m.head;
+    Tensor dlogits = Tensor::empty({N, c.vocab}, DType::f32, MemCategory::Temporary);
+    ops::cross_entropy_backward(h.logits, targets, dlogits, loss_scale);
+    h.logits = Tensor();
+    Tensor dhf = Tensor::empty({N, c.hidden}, DType::f32, MemCategory::Temporary);
+    const int wi = head_weight_index(params_);
+    Tensor dW = params_.grad(wi);
+    ops::matmul_backward(dlogits, h.hf, params_.param(wi), dhf, dW);
+    if (!c.tied_embeddings) ready(wi);  // a tied head's gradient is final only after the embedding
+    dlogits = Tensor();
+    h.hf = Tensor();
+    const int ni = final_norm_index(params_);
+    Tensor dwn = params_.grad(ni);
+    ops::rmsnorm_backward(dhf, h.xf, params_.param(ni), h.rstdf, dx, dwn);
+    ready(ni);
+    h.xf = Tensor();
+    h.rstdf = Tensor();
+  }
+  if (hooks_.after_backward) hooks_.after_backward(last);
+
+  for (std::int64_t l = c.layers - 1; l >= 0; --l) {
+    const int u = static_cast<int>(l) + 1;
+    if (hooks_.before_backward) hooks_.before_backward(u);
+    LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
+    if (options_.recompute == Recompute::full) {
+      // Rebuild everything from the saved input, as Recompute::none would have kept it.
+      const std::int64_t r0 = ops::flop_count();
+      Tensor input = s.x;
+      s.x = Tensor();
+      forward_layer(params_, l, input, m.B, m.T, options_.activation_dtype, Keep::everything, s);
+      recompute += ops::flop_count() - r0;
+    } else if (options_.recompute == Recompute::selective) {
+      // attention_backward recomputes the probabilities from q and k: the q·kᵀ product.
+      recompute += 2 * m.B * c.heads * m.T * m.T * c.head_dim();
+    }
+    backward_layer(params_, l, s, dx, m.B, m.T, hooks_);
+    if (hooks_.after_backward) hooks_.after_backward(u);
+  }
+
+  // unit 0: embedding
+  if (hooks_.before_backward) hooks_.before_backward(0);
+  {
+    Tensor dtable = params_.grad(0);
+    ops::embedding_backward(m.inputs.reshape({N}), dx, dtable);
+    ready(0);
+  }
+  if (hooks_.after_backward) hooks_.after_backward(0);
+
+  flops_.recompute = recompute;
+  flops_.backward = ops::flop_count() - flops0 - recompute;
+  m.inputs = Tensor();
+  m.targets = Tensor();
+  m.have_forward = false;
+}
+
+double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
+  const ModelConfig& c = config();
+  check_batch(c, inputs, targets);
+  const std::int64_t B = inputs.dim(0), T = inputs.dim(1), N = B * T;
+  const DType adt = options_.activation_dtype;
+  Tensor x = Tensor::empty({N, c.hidden}, adt, MemCategory::Temporary);
+  ops::embedding_forward(inputs.reshape({N}), params_.param(0), x);
+  LayerSaved unused;
+  for (std::int64_t l = 0; l < c.layers; ++l) x = forward_layer(params_, l, x, B, T, adt, Keep::nothing, unused);
+  HeadSaved head;
+  Tensor logits = forward_head(params_, x, adt, /*keep=*/false, head);
+  return ops::cross_entropy_forward(logits, targets.reshape({N}));
+}
+
+const Tensor& Model::logits() const {
+  USP_CHECK(impl_->have_forward && impl_->head.logits.defined(), "Model::logits: no forward pass is held");
+  return impl_->head.logits;
+}
+
+}  // namespace usp

@@ -1,0 +1,96 @@
+// Model: the Llama-style decoder with explicit forward and backward (no autograd).
+//
+//   tokens [B, T] -> embed -> L × DecoderLayer -> RMSNorm -> lm_head -> logits [B·T, V]
+//   DecoderLayer(x):  h1 = rmsnorm(x) ; q,k,v = h1·Wqᵀ, h1·Wkᵀ, h1·Wvᵀ ; rope(q), rope(k)
+//                     a = attention(q, k, v) ; x2 = x + a·Woᵀ
+//                     h2 = rmsnorm(x2) ; g, u = h2·Wgᵀ, h2·Wuᵀ ; z = silu(g)·u ; y = x2 + z·Wdᵀ
+//
+// What a layer saves for backward (all in the activation dtype, except the two rstd vectors,
+// which are fp32), per token: x, h1, q, k, v, a, x2, h2 (C or G·D each), g, u, z (F each),
+// rstd1, rstd2 (1 each), and in Recompute::none the attention probabilities (H·T per token).
+// Selective drops the probabilities; full keeps only x and recomputes the layer in backward.
+// The head saves the final norm's input and output, its rstd, and the logits.
+// Every saved tensor is allocated as MemCategory::Activation and released as soon as backward
+// has used it, so the tracker's activation curve is the playbook's memory profile.
+//
+// Gradients are ACCUMULATED into the ParamStore's gradient buffer (zero it with zero_grad()),
+// which is what gradient accumulation and data parallelism build on.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+#include "model/params.hpp"
+#include "tensor.hpp"
+
+namespace usp {
+
+struct ModelOptions {
+  Recompute recompute = Recompute::none;
+  DType activation_dtype = DType::f32;  // f32 or bf16 (saved activations and layer outputs)
+};
+
+// Hooks let later chapters act inside forward and backward without changing the model:
+// data parallelism launches a gradient's all-reduce when it is ready; ZeRO-3 gathers a unit's
+// parameters before it runs and frees them after. Units: 0 embedding, 1..L layers, L+1 head.
+struct ModelHooks {
+  std::function<void(int unit)> before_forward, after_forward;
+  std::function<void(int unit)> before_backward, after_backward;
+  // Parameter i's gradient is final for this backward pass (called in reverse order).
+  std::function<void(int param_index)> grad_ready;
+};
+
+// FLOPs of the last forward + backward (a multiply-add counts 2).
+struct StepFlops {
+  std::int64_t forward = 0;
+  std::int64_t backward = 0;
+  std::int64_t recompute = 0;  // forward work repeated in backward (selective / full)
+  std::int64_t model() const { return forward + backward; }              // for MFU
+  std::int64_t hardware() const { return forward + backward + recompute; }  // for HFU
+};
+
+class Model {
+ public:
+  Model(ParamStore& params, ModelOptions options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return params_.config(); }
+  const ModelOptions& options() const { return options_; }
+  ParamStore& params() { return params_; }
+  void set_hooks(ModelHooks hooks) { hooks_ = std::move(hooks); }
+
+  // inputs, targets [B, T] i32. Runs the forward pass, keeps what backward needs and returns
+  // the mean cross-entropy over the B·T positions.
+  double forward(const Tensor& inputs, const Tensor& targets);
+  // Backpropagates loss_scale · (mean loss of the last forward) into the gradient buffer
+  // (accumulating) and releases every saved activation. Call once per forward.
+  void backward(float loss_scale = 1.0f);
+  // Forward without keeping anything (evaluation): the mean loss.
+  double evaluate(const Tensor& inputs, const Tensor& targets);
+  // The logits [B·T, V] of the last forward (still held until backward); for tests and eval.
+  const Tensor& logits() const;
+
+  // Bytes each unit saved in the last forward: the sum of its saved tensors' sizes, what the
+  // layers declare. [0] embedding (0), [1..L] layers, [L+1] head. Valid after forward.
+  const std::vector<std::int64_t>& saved_bytes() const { return saved_bytes_; }
+  // The same, measured as the tracker's Activation growth while each unit ran forward.
+  const std::vector<std::int64_t>& measured_saved_bytes() const { return measured_saved_bytes_; }
+  StepFlops flops() const { return flops_; }
+
+  struct Impl;  // the layers and their saved state (model.cpp)
+
+ private:
+  ParamStore& params_;
+  ModelOptions options_;
+  ModelHooks hooks_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::int64_t> saved_bytes_, measured_saved_bytes_;
+  StepFlops flops_;
+};
+
+}  // namespace usp

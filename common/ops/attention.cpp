@@ -1,0 +1,221 @@
+// Causal grouped-query attention on sgemm, one (batch, query head) at a time (see ops.hpp).
+//
+// In the [B, T, H, D] layout a head's [T, D] matrix is strided (row stride H·D, or G·D for k and
+// v), which sgemm takes as its leading dimension: no transposing copies. Query head j reads kv
+// head j / (H/G). With s = 1/√D and P = softmax(s · q kᵀ + causal mask) [T, T]:
+//   forward   out = P · v
+//   backward  dP = dout · vᵀ,  dS = P ∘ (dP - rowsum(dP ∘ P)),
+//             dq = s · dS · k,  dk = s · dSᵀ · q,  dv = Pᵀ · dout   (dk, dv summed over a group)
+// Causality: rows are processed in blocks of kBlock queries, and a block's matmuls stop at its
+// last key, so the masked upper triangle is (up to one block's diagonal square) never computed;
+// entries above the diagonal are zeroed. dk and dv go by blocks of kBlock keys, which only
+// queries at or after the block's first key read.
+//
+// FLOPs (the Megatron / playbook convention used for MFU): each [T, T]·D matmul counts as a full
+// 2·T·T·D per (batch, head), although the causal blocking performs about half of it. Forward
+// counts two (q kᵀ, P v), backward four (dP, dq, dk, dv) plus one (q kᵀ) when the probabilities
+// are recomputed. The softmax is element-wise and adds none.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/float_args.hpp"
+#include "ops/gemm.hpp"
+#include "ops/ops.hpp"
+#include "ops/simd_math.hpp"
+
+namespace usp::ops {
+
+using namespace detail;
+
+namespace {
+
+constexpr std::int64_t kBlock = 64;
+
+struct Dims {
+  std::int64_t b, t, h, g, d;
+  std::int64_t rep() const { return h / g; }  // query heads per kv head
+};
+
+// q [B, T, H, D], k and v [B, T, G, D], H a multiple of G.
+Dims check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
+  check_float(op, "q", q);
+  check_float(op, "k", k);
+  check_float(op, "v", v);
+  USP_CHECK(q.ndim() == 4 && q.dim(3) > 0,
+            std::string("ops::") + op + ": q is " + shape_str(q.shape()) + ", expected [B, T, H, D]");
+  USP_CHECK(k.ndim() == 4 && k.dim(0) == q.dim(0) && k.dim(1) == q.dim(1) && k.dim(3) == q.dim(3) &&
+                k.dim(2) > 0 && q.dim(2) % k.dim(2) == 0,
+            std::string("ops::") + op + ": k " + shape_str(k.shape()) + " does not match q " +
+                shape_str(q.shape()) + " (expected [B, T, G, D] with G dividing H)");
+  check_shape(op, "v", v, k.shape());
+  return {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)};
+}
+
+// e^(x - max) / Σ over the n entries of one row, in place.
+USP_SIMD_CLONES void softmax_row(float* x, std::int64_t n) {
+  const float m = lane_max(x, n);
+  for (std::int64_t j = 0; j < n; ++j) x[j] = exp_approx(x[j] - m);
+  const float inv = 1.0f / lane_sum(x, n);
+  for (std::int64_t j = 0; j < n; ++j) x[j] *= inv;
+}
+
+// One row of the softmax backward, in place over its n unmasked entries: d <- p ∘ (d - Σ d∘p).
+USP_SIMD_CLONES void softmax_backward_row(const float* p, float* d, std::int64_t n) {
+  const float dot = lane_dot(d, p, n);
+  for (std::int64_t j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
+}
+
+// Scores of query rows [r0, r1) of one head: p rows r0..r1 (row stride T) = softmax(s · q kᵀ)
+// over keys 0..t, zero for keys after t.
+void causal_probs_block(const float* q, std::int64_t ldq, const float* k, std::int64_t ldk,
+                        std::int64_t t_len, std::int64_t d, float s, std::int64_t r0, std::int64_t r1,
+                        float* p) {
+  sgemm(false, true, r1 - r0, r1, d, s, q + r0 * ldq, ldq, k, ldk, 0.0f, p + r0 * t_len, t_len);
+  for (std::int64_t t = r0; t < r1; ++t) {
+    float* row = p + t * t_len;
+    softmax_row(row, t + 1);
+    std::fill(row + t + 1, row + t_len, 0.0f);
+  }
+}
+
+}  // namespace
+
+// x <- float(dtype(x)): the value a tensor of that dtype would store.
+static void round_trip_in_place(DType dtype, float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint16_t narrow = 0;
+    convert_from_float(x + i, dtype, &narrow, 1);
+    convert_to_float(dtype, &narrow, x + i, 1);
+  }
+}
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& probs) {
+  const char* op = "attention_forward";
+  require_cpu(op, {&q, &k, &v, &out, &probs});
+  const Dims dm = check_qkv(op, q, k, v);
+  check_float(op, "out", out);
+  check_shape(op, "out", out, q.shape());
+  const bool probs_f32 = probs.defined() && probs.dtype() == DType::f32;
+  if (probs.defined()) {
+    check_float(op, "probs", probs);
+    check_shape(op, "probs", probs, {dm.b, dm.h, dm.t, dm.t});
+  }
+  const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
+  const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+
+  FloatIn qf(q), kf(k), vf(v);
+  FloatOut of(out, false);
+  // One head's probabilities when they are not written straight into an f32 probs.
+  Tensor scratch;
+  if (!probs_f32) scratch = Tensor::empty({T, T}, DType::f32, MemCategory::Temporary);
+
+  for (std::int64_t bi = 0; bi < dm.b; ++bi)
+    for (std::int64_t hq = 0; hq < dm.h; ++hq) {
+      const std::int64_t hk = hq / dm.rep();
+      const float* qp = qf.data() + bi * T * HD + hq * D;
+      const float* kp = kf.data() + bi * T * GD + hk * D;
+      const float* vp = vf.data() + bi * T * GD + hk * D;
+      float* op_ = of.data() + bi * T * HD + hq * D;
+      float* p = probs_f32 ? probs.data<float>() + (bi * dm.h + hq) * T * T : scratch.data<float>();
+      for (std::int64_t r0 = 0; r0 < T; r0 += kBlock) {
+        const std::int64_t r1 = std::min(r0 + kBlock, T);
+        causal_probs_block(qp, HD, kp, GD, T, D, s, r0, r1, p);
+        // out rows r0..r1 [r1-r0, D] = P [r1-r0, r1] · v [r1, D]
+        sgemm(false, false, r1 - r0, D, r1, 1.0f, p + r0 * T, T, vp, GD, 0.0f, op_ + r0 * HD, HD);
+      }
+      if (probs.defined() && !probs_f32)
+        convert_from_float(p, probs.dtype(),
+                           static_cast<std::uint16_t*>(probs.raw()) + (bi * dm.h + hq) * T * T,
+                           static_cast<std::size_t>(T * T));
+    }
+  of.store();
+  add_flops(4 * dm.b * dm.h * T * T * D);
+}
+
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& probs, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const char* op = "attention_backward";
+  require_cpu(op, {&dout, &q, &k, &v, &probs, &dq, &dk, &dv});
+  const Dims dm = check_qkv(op, q, k, v);
+  check_float(op, "dout", dout);
+  check_shape(op, "dout", dout, q.shape());
+  check_float(op, "dq", dq);
+  check_shape(op, "dq", dq, q.shape());
+  check_float(op, "dk", dk);
+  check_shape(op, "dk", dk, k.shape());
+  check_float(op, "dv", dv);
+  check_shape(op, "dv", dv, k.shape());
+  const bool probs_f32 = probs.defined() && probs.dtype() == DType::f32;
+  if (probs.defined()) {
+    check_float(op, "probs", probs);
+    check_shape(op, "probs", probs, {dm.b, dm.h, dm.t, dm.t});
+  }
+  const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
+  const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+
+  FloatIn dof(dout), qf(q), kf(k), vf(v);
+  FloatOut dqf(dq, false), dkf(dk, false), dvf(dv, false);
+  // [2, T, T]: one head's dP (turned into dS in place) and, unless an f32 probs is given, its P.
+  Tensor scratch = Tensor::empty({probs_f32 ? 1 : 2, T, T}, DType::f32, MemCategory::Temporary);
+  float* ds = scratch.data<float>();
+  float* p_scratch = probs_f32 ? nullptr : ds + T * T;
+
+  for (std::int64_t bi = 0; bi < dm.b; ++bi)
+    for (std::int64_t hq = 0; hq < dm.h; ++hq) {
+      const std::int64_t hk = hq / dm.rep();
+      const float* qp = qf.data() + bi * T * HD + hq * D;
+      const float* kp = kf.data() + bi * T * GD + hk * D;
+      const float* vp = vf.data() + bi * T * GD + hk * D;
+      const float* dop = dof.data() + bi * T * HD + hq * D;
+      float* dqp = dqf.data() + bi * T * HD + hq * D;
+      float* dkp = dkf.data() + bi * T * GD + hk * D;
+      float* dvp = dvf.data() + bi * T * GD + hk * D;
+      const std::int64_t head = (bi * dm.h + hq) * T * T;
+
+      const float* p = nullptr;
+      if (probs_f32) {
+        p = probs.data<float>() + head;
+      } else if (probs.defined()) {
+        convert_to_float(probs.dtype(), static_cast<const std::uint16_t*>(probs.raw()) + head, p_scratch,
+                         static_cast<std::size_t>(T * T));
+        p = p_scratch;
+      } else {
+        for (std::int64_t r0 = 0; r0 < T; r0 += kBlock)
+          causal_probs_block(qp, HD, kp, GD, T, D, s, r0, std::min(r0 + kBlock, T), p_scratch);
+        // Recomputed probabilities are rounded to the activation dtype (q's), exactly as a saved
+        // probs tensor would have been, so recomputation changes no gradient bit in bf16 either.
+        if (q.dtype() != DType::f32) round_trip_in_place(q.dtype(), p_scratch, T * T);
+        p = p_scratch;
+      }
+
+      for (std::int64_t r0 = 0; r0 < T; r0 += kBlock) {
+        const std::int64_t r1 = std::min(r0 + kBlock, T);
+        // dP rows r0..r1 [r1-r0, r1] = dout [r1-r0, D] · v [r1, D]ᵀ
+        sgemm(false, true, r1 - r0, r1, D, 1.0f, dop + r0 * HD, HD, vp, GD, 0.0f, ds + r0 * T, T);
+        for (std::int64_t t = r0; t < r1; ++t) {
+          float* drow = ds + t * T;
+          softmax_backward_row(p + t * T, drow, t + 1);
+          std::fill(drow + t + 1, drow + r1, 0.0f);
+        }
+        // dq rows r0..r1 [r1-r0, D] = s · dS [r1-r0, r1] · k [r1, D]
+        sgemm(false, false, r1 - r0, D, r1, s, ds + r0 * T, T, kp, GD, 0.0f, dqp + r0 * HD, HD);
+      }
+      // Keys c0..c1 are read by queries c0..T: dk rows [c1-c0, D] = s · dS[c0:T, c0:c1]ᵀ · q[c0:T],
+      // dv rows = P[c0:T, c0:c1]ᵀ · dout[c0:T]. The group's first query head overwrites.
+      const float beta = hq % dm.rep() == 0 ? 0.0f : 1.0f;
+      for (std::int64_t c0 = 0; c0 < T; c0 += kBlock) {
+        const std::int64_t c1 = std::min(c0 + kBlock, T);
+        sgemm(true, false, c1 - c0, D, T - c0, s, ds + c0 * T + c0, T, qp + c0 * HD, HD, beta,
+              dkp + c0 * GD, GD);
+        sgemm(true, false, c1 - c0, D, T - c0, 1.0f, p + c0 * T + c0, T, dop + c0 * HD, HD, beta,
+              dvp + c0 * GD, GD);
+      }
+    }
+  dqf.store();
+  dkf.store();
+  dvf.store();
+  const std::int64_t per_matmul = 2 * dm.b * dm.h * T * T * D;
+  add_flops((probs.defined() ? 4 : 5) * per_matmul);
+}
+
+}  // namespace usp::ops

@@ -1,0 +1,65 @@
+// Rotary position embedding, Hugging Face's rotate-half convention, in place (see ops.hpp).
+//   x [B, T, H, D], half = D/2; for i < half, angle(t, i) = t · theta^(-2i/D):
+//     forward   (x[i], x[i+half]) <- (x[i] cos - x[i+half] sin,  x[i+half] cos + x[i] sin)
+//     backward  the transposed rotation: (g[i] cos + g[i+half] sin,  g[i+half] cos - g[i] sin)
+// The angles, cosines and sines are computed in double and rounded once to f32, into a
+// Temporary [T, half] table shared by the B·H rows of each position. No FLOPs counted.
+#include <cmath>
+
+#include "ops/float_args.hpp"
+#include "ops/ops.hpp"
+
+namespace usp::ops {
+
+using namespace detail;
+
+namespace {
+
+void rope_apply(const char* op, Tensor& x, double theta, bool inverse) {
+  require_cpu(op, {&x});
+  check_float(op, "x", x);
+  USP_CHECK(x.ndim() == 4 && x.dim(3) % 2 == 0 && x.dim(3) > 0,
+            std::string("ops::") + op + ": x is " + shape_str(x.shape()) + ", expected [B, T, H, D] with D even");
+  USP_CHECK(theta > 0, std::string("ops::") + op + ": theta must be positive, got " + std::to_string(theta));
+  const std::int64_t b = x.dim(0), t = x.dim(1), h = x.dim(2), d = x.dim(3), half = d / 2;
+
+  // cos and sin [T, half], one table each.
+  Tensor table = Tensor::empty({2, t, half}, DType::f32, MemCategory::Temporary);
+  float* cos_t = table.data<float>();
+  float* sin_t = cos_t + t * half;
+  for (std::int64_t i = 0; i < half; ++i) {
+    const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    for (std::int64_t p = 0; p < t; ++p) {
+      const double angle = static_cast<double>(p) * inv_freq;
+      cos_t[p * half + i] = static_cast<float>(std::cos(angle));
+      sin_t[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  // The transpose of a rotation by +angle is the rotation by -angle.
+  const float sign = inverse ? -1.0f : 1.0f;
+
+  FloatOut xf(x, true);
+  float* xp = xf.data();
+  for (std::int64_t bi = 0; bi < b; ++bi)
+    for (std::int64_t p = 0; p < t; ++p) {
+      const float* cs = cos_t + p * half;
+      const float* sn = sin_t + p * half;
+      for (std::int64_t hi = 0; hi < h; ++hi) {
+        float* lo = xp + ((bi * t + p) * h + hi) * d;
+        float* up = lo + half;
+        for (std::int64_t i = 0; i < half; ++i) {
+          const float a = lo[i], c = up[i], s = sign * sn[i];
+          lo[i] = a * cs[i] - c * s;
+          up[i] = c * cs[i] + a * s;
+        }
+      }
+    }
+  xf.store();
+}
+
+}  // namespace
+
+void rope_forward(Tensor& x, double theta) { rope_apply("rope_forward", x, theta, false); }
+void rope_backward(Tensor& dx, double theta) { rope_apply("rope_backward", dx, theta, true); }
+
+}  // namespace usp::ops

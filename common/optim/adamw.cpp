@@ -1,0 +1,81 @@
+// AdamW with the update written out as PyTorch's torch.optim.AdamW computes it (decay first,
+// then the bias-corrected Adam step), so a reference run in PyTorch follows the same path.
+#include "optim/adamw.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dtype.hpp"
+
+namespace usp {
+
+AdamW::AdamW(const ParamStore& params, AdamWConfig config, std::int64_t begin, std::int64_t end)
+    : config_(config), begin_(begin), end_(end < 0 ? params.numel() : end) {
+  if (!(config_.lr > 0)) throw UsageError("--lr must be > 0");
+  USP_CHECK(0 <= begin_ && begin_ <= end_ && end_ <= params.numel(),
+            "AdamW: range [" + std::to_string(begin_) + ", " + std::to_string(end_) + ") outside the parameters");
+  const std::int64_t n = end_ - begin_;
+  m_ = Tensor::zeros({n}, DType::f32, MemCategory::OptimizerState, params.flat().device());
+  v_ = Tensor::zeros({n}, DType::f32, MemCategory::OptimizerState, params.flat().device());
+  if (params.dtype() != DType::f32) {
+    // fp32 master weights: the parameters' values widened once; updates happen here.
+    master_ = Tensor::empty({n}, DType::f32, MemCategory::OptimizerState, params.flat().device());
+    if (n > 0) {
+      const Tensor src = params.flat().slice(begin_, end_);
+      convert_to_float(params.dtype(), src.raw(), master_.data<float>(), static_cast<std::size_t>(n));
+    }
+  }
+  for (const ParamInfo& p : params.infos()) {
+    if (p.is_norm) continue;
+    const std::int64_t lo = std::max(begin_, p.offset), hi = std::min(end_, p.offset + p.numel);
+    if (lo < hi) decayed_.emplace_back(lo - begin_, hi - begin_);
+  }
+}
+
+void AdamW::step(ParamStore& params) {
+  USP_CHECK(params.has_grads(), "AdamW::step: the parameter store has no gradients");
+  step_range(params.flat().slice(begin_, end_), params.flat_grad().slice(begin_, end_));
+}
+
+void AdamW::step_range(Tensor params_range, const Tensor& grads_range) {
+  const std::int64_t n = end_ - begin_;
+  USP_CHECK(params_range.numel() == n && grads_range.numel() == n,
+            "AdamW::step_range: expected " + std::to_string(n) + " elements, got params " +
+                std::to_string(params_range.numel()) + " and grads " + std::to_string(grads_range.numel()));
+  USP_CHECK(params_range.device().is_cpu(), "AdamW: the CUDA optimizer path is not implemented yet");
+  ++t_;
+  const float lr = static_cast<float>(config_.lr), b1 = static_cast<float>(config_.beta1),
+              b2 = static_cast<float>(config_.beta2), eps = static_cast<float>(config_.eps);
+  const float decay = 1.0f - lr * static_cast<float>(config_.weight_decay);
+  const double bc1 = 1.0 - std::pow(config_.beta1, static_cast<double>(t_));
+  const double bc2 = 1.0 - std::pow(config_.beta2, static_cast<double>(t_));
+  const float step_size = static_cast<float>(config_.lr / bc1);
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+
+  // The fp32 values the update reads and writes: the master copy, or the parameters themselves.
+  const bool narrow = master_.defined();
+  float* w = narrow ? master_.data<float>() : params_range.data<float>();
+  Tensor g_wide;  // bf16 gradients widened to fp32 for the update
+  const float* g = nullptr;
+  if (grads_range.dtype() == DType::f32) {
+    g = grads_range.data<float>();
+  } else {
+    g_wide = Tensor::empty({n}, DType::f32, MemCategory::Temporary);
+    convert_to_float(grads_range.dtype(), grads_range.raw(), g_wide.data<float>(), static_cast<std::size_t>(n));
+    g = g_wide.data<float>();
+  }
+  float* m = m_.data<float>();
+  float* v = v_.data<float>();
+
+  for (const auto& [lo, hi] : decayed_)
+    for (std::int64_t i = lo; i < hi; ++i) w[i] *= decay;
+  for (std::int64_t i = 0; i < n; ++i) {
+    m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+    v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+    const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+    w[i] -= step_size * m[i] / denom;
+  }
+  if (narrow) convert_from_float(w, params_range.dtype(), params_range.raw(), static_cast<std::size_t>(n));
+}
+
+}  // namespace usp

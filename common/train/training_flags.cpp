@@ -1,0 +1,67 @@
+#include "train/training_flags.hpp"
+
+#include "error.hpp"
+
+namespace usp {
+
+void add_training_flags(Cli& cli, const TrainingDefaults& d) {
+  std::string names;
+  for (const auto& n : ModelConfig::builtin_names()) names += (names.empty() ? "" : ", ") + n;
+  cli.add_string("model", d.model, "model shape: " + names);
+  cli.add_int("layers", 0, "override the model's number of layers (0: keep)", 0, 1 << 16);
+  cli.add_int("hidden", 0, "override the hidden size (0: keep)", 0, 1 << 20);
+  cli.add_int("heads", 0, "override the number of attention heads (0: keep)", 0, 1 << 14);
+  cli.add_int("kv-heads", 0, "override the number of key/value heads (0: keep)", 0, 1 << 14);
+  cli.add_int("ffn", 0, "override the MLP intermediate size (0: keep)", 0, 1 << 22);
+  cli.add_flag("tied", "tie the LM head to the token embedding");
+  cli.add_int("seq", d.seq, "sequence length (tokens per sample)", 1, 1 << 20);
+  cli.add_int("mbs", d.mbs, "micro-batch size (samples per forward/backward)", 1, 1 << 20);
+  cli.add_string("data", "synthetic", "training data: synthetic (Markov corpus with a known entropy floor) or text:FILE (bytes)");
+  cli.add_choice("precision", "fp32", {"fp32", "bf16"},
+                 "parameters, gradients and activations in fp32, or bf16 with fp32 master weights");
+  cli.add_choice("recompute", "none", {"none", "selective", "full"}, "activation recomputation");
+  cli.add_float("lr", d.lr, "AdamW learning rate", 1e-12, 10.0);
+  cli.add_float("weight-decay", 0.1, "AdamW decoupled weight decay", 0.0, 10.0);
+  cli.add_steps(d.steps);
+}
+
+TrainingConfig training_config_from(const Cli& cli) {
+  TrainingConfig s;
+  s.model = ModelConfig::builtin(cli.get_string("model"));
+  auto override_dim = [&](const char* flag, std::int64_t& field) {
+    if (cli.get_int(flag) > 0) {
+      field = cli.get_int(flag);
+      s.model.name = "custom";
+    }
+  };
+  override_dim("layers", s.model.layers);
+  override_dim("hidden", s.model.hidden);
+  override_dim("heads", s.model.heads);
+  override_dim("kv-heads", s.model.kv_heads);
+  override_dim("ffn", s.model.ffn);
+  if (cli.get_flag("tied")) s.model.tied_embeddings = true;
+  s.model.validate();
+  s.seq = cli.get_int("seq");
+  s.mbs = cli.get_int("mbs");
+  if (s.seq > s.model.max_seq)
+    throw UsageError("--seq " + std::to_string(s.seq) + " exceeds the model's max_seq " + std::to_string(s.model.max_seq));
+  s.data = cli.get_string("data");
+  s.dtype = cli.get_string("precision") == "bf16" ? DType::bf16 : DType::f32;
+  s.recompute = parse_recompute(cli.get_string("recompute"));
+  s.adamw.lr = cli.get_float("lr");
+  s.adamw.weight_decay = cli.get_float("weight-decay");
+  s.seed = static_cast<std::uint64_t>(cli.get_int("seed"));
+  s.steps = cli.get_int("steps");
+  return s;
+}
+
+std::unique_ptr<Dataset> open_training_data(const TrainingConfig& cfg) {
+  std::unique_ptr<Dataset> data = make_dataset(cfg.data, cfg.seed);
+  if (data->vocab() > cfg.model.vocab)
+    throw UsageError("--data " + cfg.data + " has " + std::to_string(data->vocab()) + " token ids but the model's vocabulary is " +
+                     std::to_string(cfg.model.vocab));
+  data->check_seq(cfg.seq);
+  return data;
+}
+
+}  // namespace usp

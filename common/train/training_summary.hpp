@@ -1,0 +1,32 @@
+// summary.json for training chapters (DESIGN.md "Interfaces"): at least
+//   losses (one per step), final_loss, tokens_per_second, world_size, dp/tp/cp/pp/ep,
+//   memory: per rank, peak bytes per category (and of the total),
+//   comm_bytes: per rank, bytes sent per collective kind,
+// plus the command line's values ("flags") and the chapter's own results ("results": {...}).
+// Collective: every rank calls write_training_summary; rank 0 writes the file.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "memory_tracker.hpp"
+
+namespace usp {
+
+struct TrainingSummary {
+  std::string chapter;                 // "01_memory"
+  std::vector<double> losses;          // one per optimizer step
+  double tokens_per_second = 0;        // global tokens per second of wall time
+  int dp = 1, tp = 1, cp = 1, pp = 1, ep = 1;
+  std::string flags_json = "{}";       // Cli::values_json()
+  std::string chapter_json = "{}";     // the chapter's own results, an object
+};
+
+// Every rank's values gathered on every rank (collective over comm): [rank][i].
+std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const std::vector<std::int64_t>& mine);
+
+// Gathers this rank's tracker peaks and comm stats, and writes path on rank 0.
+void write_training_summary(Communicator& world, const std::string& path, const TrainingSummary& s);
+
+}  // namespace usp

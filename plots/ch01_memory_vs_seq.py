@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Chapter 01: training memory vs sequence length for Llama 3.1 8B / 70B / 405B (the playbook's
+"memory usage" figure), one panel per model, stacked bars of parameters, gradients, optimizer
+states and activations.
+
+Reads memory_vs_seq.csv, the calculator's sweep (common/calc/memory_sweep.hpp; written by
+ch01_memory into its out folder, or by `usp_calc --sweep memory_vs_seq --csv FILE`), and writes
+<out>/ch01_memory_vs_seq.png. Rows drawn: mixed precision, no recomputation, one rank (dp = tp =
+cp = pp = 1), b = 1. Values are analytic, bytes per rank divided by 2^30: GiB, labelled "GB" on
+the axis as the playbook does. Activations follow the playbook's per-layer formula
+s·b·h·(34 + 5·a·s/h) times L, without the embedding and head; the quadratic attention term is
+what makes them overtake the model states as s grows.
+
+    python3 plots/ch01_memory_vs_seq.py --in out/01_memory --out plots/out
+    python3 plots/ch01_memory_vs_seq.py --in memory_vs_seq.csv
+"""
+import argparse
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+CSV_NAME = "memory_vs_seq.csv"
+CATEGORIES = [  # (CSV column, legend label, colour), bottom to top
+    ("parameters_bytes", "parameters", "tab:blue"),
+    ("gradients_bytes", "gradients", "tab:orange"),
+    ("optimizer_bytes", "optimizer states", "tab:green"),
+    ("activations_bytes", "activations", "tab:red"),
+]
+REQUIRED = ["model", "num_parameters", "seq", "mbs", "recompute", "precision", "dp", "zero", "tp", "cp", "pp"] + [
+    c[0] for c in CATEGORIES]
+GIB = float(1 << 30)
+
+
+def csv_path(arg):
+    """--in is the CSV itself or the folder holding it."""
+    return os.path.join(arg, CSV_NAME) if os.path.isdir(arg) else arg
+
+
+def read_rows(path):
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror} (write it with: usp_calc --sweep memory_vs_seq --csv {path})")
+    if not rows or any(k not in rows[0] for k in REQUIRED):
+        sys.exit(f"{path}: expected the calculator's sweep columns ({','.join(REQUIRED)})")
+    return rows
+
+
+def selected(rows):
+    """Mixed precision, no recomputation, one rank: {model: [row, ...] by seq}, in file order."""
+    keep = {}
+    for r in rows:
+        single = all(int(r[k]) == 1 for k in ("dp", "tp", "cp", "pp")) and int(r["zero"]) == 0
+        if single and r["precision"] == "mixed" and r["recompute"] == "none":
+            keep.setdefault(r["model"], []).append(r)
+    for model in keep:
+        keep[model].sort(key=lambda r: int(r["seq"]))
+    return keep
+
+
+def model_title(row):
+    return f"{row['model']} ({int(row['num_parameters']) / 1e9:.1f}B parameters)"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--in", dest="src", default="out/01_memory", help=f"{CSV_NAME} or the folder holding it")
+    ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch01_memory_vs_seq.png")
+    args = ap.parse_args()
+
+    path = csv_path(args.src)
+    by_model = selected(read_rows(path))
+    if not by_model:
+        sys.exit(f"{path}: no rows with mixed precision, no recomputation and a single rank")
+
+    fig, axes = plt.subplots(1, len(by_model), figsize=(5.2 * len(by_model), 4.8), squeeze=False)
+    for ax, (model, rows) in zip(axes[0], by_model.items()):
+        x = range(len(rows))
+        bottom = [0.0] * len(rows)
+        for column, label, colour in CATEGORIES:
+            heights = [int(r[column]) / GIB for r in rows]
+            ax.bar(x, heights, 0.7, bottom=bottom, color=colour, label=label)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        for xi, total in zip(x, bottom):
+            ax.annotate(f"{total:,.0f}", (xi, total), ha="center", va="bottom", fontsize=7,
+                        xytext=(0, 2), textcoords="offset points")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([r["seq"] for r in rows])
+        ax.set_xlabel("sequence length")
+        ax.set_ylabel("memory (GB)")
+        ax.set_title(model_title(rows[0]), fontsize=10)
+        ax.margins(y=0.08)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    fig.suptitle("Memory of a training step on one GPU vs sequence length — mixed precision, no recomputation, b = 1")
+    fig.tight_layout()
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    out = os.path.join(args.out_dir, "ch01_memory_vs_seq.png")
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Chapter 05: per-GPU memory of Llama 3.1 8B at DP = 8 with plain data parallelism and ZeRO-1 / 2
+/ 3, vs sequence length (the playbook's ZeRO figure).
+
+Reads zero_memory.csv, the calculator's sweep (common/calc/memory_sweep.hpp; written by ch05_zero
+into its out folder, or by `usp_calc --sweep zero --csv FILE`), and writes
+<out>/ch05_zero_memory.png. For each sequence length four bars stand side by side (DP, ZeRO-1,
+ZeRO-2, ZeRO-3), each a stack of parameters, gradients, optimizer states and activations. With
+N_d = 8 and k = 12 (fp32 master + Adam), the states per GPU are 2N+2N+12N, 2N+2N+12N/N_d,
+2N+14N/N_d and 16N/N_d; the activations are not sharded by ZeRO, so they are the same in all
+four bars. Rows drawn: the model with dp > 1 (the first found), mixed precision, no
+recomputation, tp = cp = pp = 1. Values are analytic, bytes divided by 2^30: GiB, labelled "GB"
+on the axis as the playbook does.
+
+    python3 plots/ch05_zero_memory.py --in out/05_zero --out plots/out
+    python3 plots/ch05_zero_memory.py --in zero_memory.csv
+"""
+import argparse
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+CSV_NAME = "zero_memory.csv"
+CATEGORIES = [  # (CSV column, legend label, colour), bottom to top
+    ("parameters_bytes", "parameters", "tab:blue"),
+    ("gradients_bytes", "gradients", "tab:orange"),
+    ("optimizer_bytes", "optimizer states", "tab:green"),
+    ("activations_bytes", "activations", "tab:red"),
+]
+STAGES = ["DP", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
+REQUIRED = ["model", "num_parameters", "seq", "recompute", "precision", "dp", "zero", "tp", "cp", "pp"] + [
+    c[0] for c in CATEGORIES]
+GIB = float(1 << 30)
+
+
+def csv_path(arg):
+    """--in is the CSV itself or the folder holding it."""
+    return os.path.join(arg, CSV_NAME) if os.path.isdir(arg) else arg
+
+
+def read_rows(path):
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror} (write it with: usp_calc --sweep zero --csv {path})")
+    if not rows or any(k not in rows[0] for k in REQUIRED):
+        sys.exit(f"{path}: expected the calculator's sweep columns ({','.join(REQUIRED)})")
+    return rows
+
+
+def selected(rows):
+    """The first model with dp > 1, mixed precision, no recomputation, no TP/CP/PP:
+    (model, dp, {(seq, stage): row})."""
+    table, model, dp = {}, None, None
+    for r in rows:
+        if r["precision"] != "mixed" or r["recompute"] != "none" or int(r["dp"]) < 2:
+            continue
+        if any(int(r[k]) != 1 for k in ("tp", "cp", "pp")):
+            continue
+        if model is None:
+            model, dp = r["model"], int(r["dp"])
+        if (r["model"], int(r["dp"])) == (model, dp):
+            table[(int(r["seq"]), int(r["zero"]))] = r
+    return model, dp, table
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--in", dest="src", default="out/05_zero", help=f"{CSV_NAME} or the folder holding it")
+    ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch05_zero_memory.png")
+    args = ap.parse_args()
+
+    path = csv_path(args.src)
+    model, dp, table = selected(read_rows(path))
+    if not table:
+        sys.exit(f"{path}: no rows with dp > 1, mixed precision and no recomputation")
+
+    seqs = sorted({seq for seq, _ in table})
+    width = 0.2
+    fig, ax = plt.subplots(figsize=(10, 5.2))
+    for stage, name in enumerate(STAGES):
+        rows = [(i, table.get((seq, stage))) for i, seq in enumerate(seqs)]
+        rows = [(i, r) for i, r in rows if r]
+        x = [i + (stage - 1.5) * width for i, _ in rows]
+        bottom = [0.0] * len(rows)
+        for column, _label, colour in CATEGORIES:
+            heights = [int(r[column]) / GIB for _, r in rows]
+            ax.bar(x, heights, width * 0.92, bottom=bottom, color=colour)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        for xi, total in zip(x, bottom):  # stage name above each bar
+            ax.annotate(name, (xi, total), ha="center", va="bottom", fontsize=6.5, rotation=90,
+                        xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(range(len(seqs)))
+    ax.set_xticklabels([str(s) for s in seqs])
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("memory per GPU (GB)")
+    ax.margins(y=0.12)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(handles=[Patch(color=colour, label=label) for _c, label, colour in CATEGORIES], fontsize=8,
+              loc="upper left")
+    any_row = next(iter(table.values()))
+    ax.set_title(f"{model} ({int(any_row['num_parameters']) / 1e9:.1f}B) at DP = {dp}: plain DP and ZeRO-1/2/3 — "
+                 "mixed precision, no recomputation, b = 1", fontsize=10)
+    fig.tight_layout()
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    out = os.path.join(args.out_dir, "ch05_zero_memory.png")
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

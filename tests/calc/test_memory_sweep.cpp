@@ -1,0 +1,83 @@
+// The sweeps behind the analytic plots: the right rows, each equal to the calculator's answer
+// for its configuration, and a CSV with the columns the plot scripts read.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "calc/memory_sweep.hpp"
+#include "error.hpp"
+
+using namespace usp;
+using namespace usp::calc;
+
+namespace {
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) lines.push_back(line);
+  return lines;
+}
+}  // namespace
+
+TEST_CASE("the figures' sweeps: rows, order and values", "[calc][sweep]") {
+  const std::vector<SweepRow> seq = run_sweep(figure_memory_vs_seq());
+  REQUIRE(seq.size() == 3 * 5);
+  CHECK(seq[0].setup.model.name == "llama3.1-8b");
+  CHECK(seq[0].setup.seq == 1024);
+  CHECK(seq[14].setup.model.name == "llama3.1-405b");
+  CHECK(seq[14].setup.seq == 16384);
+  for (const SweepRow& r : seq) {
+    CHECK(r.setup.precision == Precision::mixed);
+    CHECK(r.setup.recompute == Recompute::none);
+    CHECK(r.memory.total() == memory_per_rank(r.setup).total());
+  }
+  CHECK(seq[2].memory.activations == 97ll << 30);  // 8B at 4096: the worked number
+
+  const std::vector<SweepRow> rec = run_sweep(figure_recompute());
+  CHECK(rec.size() == 5 * 5 * 3);
+
+  const std::vector<SweepRow> zero = run_sweep(figure_zero());
+  REQUIRE(zero.size() == 5 * 4);
+  for (std::size_t i = 0; i < zero.size(); i += 4) {  // one sequence length, stages 0..3
+    for (std::size_t k = 0; k < 4; ++k) {
+      CHECK(zero[i + k].setup.dp == 8);
+      CHECK(zero[i + k].setup.zero == static_cast<int>(k));
+      CHECK(zero[i + k].memory.activations == zero[i].memory.activations);
+      if (k > 0) CHECK(zero[i + k].memory.total() < zero[i + k - 1].memory.total());
+    }
+  }
+  CHECK_THROWS_AS(figure_by_name("nope"), UsageError);
+  for (const std::string& name : figure_names()) CHECK_NOTHROW(figure_by_name(name));
+}
+
+TEST_CASE("the sweep CSV: header, one line per row, values as computed; written to a new folder",
+          "[calc][sweep][csv]") {
+  const std::vector<SweepRow> rows = run_sweep(figure_zero());
+  const std::vector<std::string> lines = lines_of(sweep_csv(rows));
+  REQUIRE(lines.size() == rows.size() + 1);
+  CHECK(lines[0] ==
+        "model,num_parameters,seq,mbs,recompute,precision,dp,zero,tp,sp,cp,pp,"
+        "parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,total_bytes");
+  // 8B, s = 1024, DP 8 with ZeRO-3: 2N/8, 2N/8, 12N/8 and 34·s·h·L + 5·a·s²·L activations.
+  const std::int64_t N = 8'030'261'248, act = 34ll * 1024 * 4096 * 32 + 5ll * 32 * 1024 * 1024 * 32;
+  std::ostringstream want;
+  want << "llama3.1-8b," << N << ",1024,1,none,mixed,8,3,1,0,1,1," << N / 4 << ',' << N / 4 << ',' << 12 * N / 8
+       << ',' << act << ',' << 2 * N + act;
+  CHECK(lines[4] == want.str());
+
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("usp_calc_sweep_" + std::to_string(::getpid()));
+  const std::string path = (dir / "nested" / "zero_memory.csv").string();
+  write_sweep_csv(path, rows);
+  std::ifstream f(path);
+  std::stringstream got;
+  got << f.rdbuf();
+  CHECK(got.str() == sweep_csv(rows));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,77 @@
+// Chapter 01: exercise 01.1 (a layer's activation bytes) against what the layer declares and
+// what the tracker measures, and the training state's bytes against the exact counts.
+#include <catch2/catch.hpp>
+
+#include "activation_bytes.hpp"
+#include "common/model/model.hpp"
+#include "common/optim/adamw.hpp"
+#include "common/rng.hpp"
+
+using namespace usp;
+
+namespace {
+
+Tensor tokens(std::int64_t b, std::int64_t s, std::int64_t vocab, const char* name) {
+  Tensor t = Tensor::empty({b, s}, DType::i32);
+  for (std::int64_t i = 0; i < b * s; ++i)
+    t.data<std::int32_t>()[i] = static_cast<std::int32_t>(rng::uniform(5, name, static_cast<std::uint64_t>(i)) * vocab);
+  return t;
+}
+
+ModelConfig shape(std::int64_t h, std::int64_t a, std::int64_t g, std::int64_t f, std::int64_t L) {
+  ModelConfig c;
+  c.vocab = 256;
+  c.hidden = h;
+  c.heads = a;
+  c.kv_heads = g;
+  c.ffn = f;
+  c.layers = L;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("exercise 01.1: a layer's activation bytes equal what it keeps, as measured", "[ch01]") {
+  struct Case {
+    ModelConfig cfg;
+    std::int64_t b, s;
+    DType act;
+  };
+  const Case cases[] = {
+      {shape(64, 4, 2, 192, 2), 2, 16, DType::f32},   // GQA
+      {shape(64, 4, 4, 160, 1), 3, 7, DType::f32},    // MHA, odd sequence length
+      {shape(48, 6, 2, 100, 2), 1, 33, DType::bf16},  // bf16 activations, 3 query heads per kv head
+      {shape(32, 2, 1, 64, 3), 4, 1, DType::bf16},    // one token per sample
+  };
+  for (const Case& c : cases) {
+    INFO(c.cfg.str() << ", b = " << c.b << ", s = " << c.s << ", " << dtype_name(c.act));
+    ParamStore params(c.cfg);
+    params.init(1);
+    Model model(params, {Recompute::none, c.act});
+    model.forward(tokens(c.b, c.s, 256, "in"), tokens(c.b, c.s, 256, "tgt"));
+    const std::int64_t yours = ch01::layer_activation_bytes(c.cfg, c.b, c.s, c.act);
+    for (std::int64_t l = 1; l <= c.cfg.layers; ++l) {
+      CHECK(yours == model.saved_bytes()[static_cast<std::size_t>(l)]);
+      CHECK(yours == model.measured_saved_bytes()[static_cast<std::size_t>(l)]);
+    }
+    model.backward();
+  }
+}
+
+TEST_CASE("the training state's tracked bytes equal the counts exactly", "[ch01]") {
+  const ModelConfig cfg = shape(64, 4, 2, 192, 2);
+  auto& tracker = MemoryTracker::instance();
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dt));
+    const MemCounts before = tracker.current();
+    ParamStore params(cfg, dt);
+    AdamW opt(params, {});
+    const MemCounts after = tracker.current();
+    const std::int64_t N = cfg.num_parameters(), es = static_cast<std::int64_t>(dtype_size(dt));
+    CHECK(params.numel() == N);
+    CHECK(after[MemCategory::Parameter] - before[MemCategory::Parameter] == N * es);
+    CHECK(after[MemCategory::Gradient] - before[MemCategory::Gradient] == N * es);
+    // fp32: Adam's m and v (4N + 4N); bf16: plus the fp32 master weights (4N): 2N+2N+12N in all.
+    CHECK(after[MemCategory::OptimizerState] - before[MemCategory::OptimizerState] == N * (dt == DType::f32 ? 8 : 12));
+  }
+}

@@ -1,0 +1,39 @@
+// Small models and random batches shared by the model tests.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/config.hpp"
+#include "rng.hpp"
+#include "tensor.hpp"
+
+namespace usp::testing {
+
+// Two layers, GQA (4 query heads over 2 kv heads), sizes that are not powers of two.
+inline ModelConfig gradcheck_config(bool tied = false) {
+  ModelConfig c;
+  c.name = "gradcheck";
+  c.vocab = 19;
+  c.hidden = 16;
+  c.layers = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.ffn = 20;
+  c.max_seq = 64;
+  c.init_std = 0.3;  // large enough that every path carries a visible gradient
+  c.tied_embeddings = tied;
+  return c;
+}
+
+// Random tokens in [0, vocab) from the counter-based RNG: [B, T] i32.
+inline Tensor random_tokens(std::int64_t B, std::int64_t T, std::int64_t vocab, std::uint64_t seed,
+                            const std::string& name) {
+  Tensor t = Tensor::empty({B, T}, DType::i32);
+  for (std::int64_t i = 0; i < B * T; ++i)
+    t.data<std::int32_t>()[i] =
+        static_cast<std::int32_t>(rng::uniform(seed, name, static_cast<std::uint64_t>(i)) * static_cast<float>(vocab)) %
+        static_cast<std::int32_t>(vocab);
+  return t;
+}
+
+}  // namespace usp::testing

@@ -1,0 +1,152 @@
+// dump_reference OUT_DIR: runs one forward + backward of a small model and writes everything
+// tests/reference/torch_reference.py needs to recompute it in PyTorch, for two models
+// (OUT_DIR/untied and OUT_DIR/tied):
+//   config.json, model.safetensors   the checkpoint, through the checkpoint module
+//   outputs.safetensors              inputs, targets [B, T] i32, logits [B·T, V] f32 and
+//                                    grad.<name> f32 for every parameter
+//   outputs.json                     {"loss": <double>, ...}
+// It also repeats the step under Recompute::selective and Recompute::full and requires the
+// loss, the logits and every gradient to be bit-identical to Recompute::none (the same
+// arithmetic, only done at another time). Exit status 1 if they are not.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "data/dataset.hpp"
+#include "error.hpp"
+#include "io/checkpoint.hpp"
+#include "io/safetensors.hpp"
+#include "json.hpp"
+#include "model/config.hpp"
+#include "model/model.hpp"
+#include "model/params.hpp"
+#include "rng.hpp"
+#include "tensor.hpp"
+
+using namespace usp;
+
+namespace {
+
+constexpr std::uint64_t kSeed = 2024;
+constexpr std::int64_t kBatch = 3, kSeq = 17;  // B·T = 51 rows: not a multiple of anything
+
+// L=2, h=64, a=4 over g=2 kv heads (GQA, head dim 16), f=160, v=256.
+ModelConfig reference_config(bool tied) {
+  ModelConfig c;
+  c.name = tied ? "reference-tied" : "reference";
+  c.vocab = 256;
+  c.hidden = 64;
+  c.layers = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.ffn = 160;
+  c.max_seq = 64;
+  // Larger than the usual 0.02 so that attention is far from uniform and logits far from
+  // flat: every path (RoPE, the mask, the softmax) then shapes the result visibly.
+  c.init_std = 0.15;
+  c.tied_embeddings = tied;
+  return c;
+}
+
+// Norm weights start at 1, where a norm that forgot its weight would look right; move them.
+void perturb_norm_weights(ParamStore& params) {
+  for (const ParamInfo& p : params.infos()) {
+    if (!p.is_norm) continue;
+    float* w = params.param(p.name).data<float>();
+    for (std::int64_t j = 0; j < p.numel; ++j)
+      w[j] = 1.0f + 0.2f * rng::normal(kSeed, p.name + " perturbation", static_cast<std::uint64_t>(j));
+  }
+}
+
+
+struct StepResult {
+  double loss = 0;
+  Tensor logits;  // [B·T, V] copy
+  Tensor grads;   // flat gradient copy
+};
+
+StepResult run_step(ParamStore& params, Recompute mode, const Tensor& inputs, const Tensor& targets) {
+  params.zero_grad();
+  Model model(params, {mode, DType::f32});
+  StepResult r;
+  r.loss = model.forward(inputs, targets);
+  r.logits = model.logits().clone(MemCategory::Temporary);  // backward releases the logits
+  model.backward(1.0f);
+  r.grads = params.flat_grad().clone(MemCategory::Temporary);
+  return r;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// The first parameter whose gradient differs between two flat gradient copies, or "".
+std::string first_differing_grad(const ParamStore& params, const Tensor& a, const Tensor& b) {
+  for (const ParamInfo& p : params.infos()) {
+    const std::size_t off = static_cast<std::size_t>(p.offset) * sizeof(float);
+    if (std::memcmp(static_cast<const char*>(a.raw()) + off, static_cast<const char*>(b.raw()) + off,
+                    static_cast<std::size_t>(p.numel) * sizeof(float)) != 0)
+      return p.name;
+  }
+  return "";
+}
+
+// Writes one model's files into dir; returns false if a recomputation mode differs.
+bool dump(const std::string& dir, bool tied) {
+  const ModelConfig cfg = reference_config(tied);
+  ParamStore params(cfg);
+  params.init(kSeed);
+  perturb_norm_weights(params);
+  // Step 0 of the synthetic corpus: inputs, targets [B, T] i32 (targets = inputs shifted by one).
+  const Batch batch = make_dataset("synthetic", kSeed)->batch(0, 0, kBatch, kSeq);
+  const Tensor& inputs = batch.inputs;
+  const Tensor& targets = batch.targets;
+
+  make_dirs(dir);
+  save_checkpoint(dir, params);  // config.json + model.safetensors
+
+  const StepResult ref = run_step(params, Recompute::none, inputs, targets);
+  std::vector<NamedTensor> out = {{"inputs", inputs}, {"targets", targets}, {"logits", ref.logits}};
+  for (const ParamInfo& p : params.infos()) out.push_back({"grad." + p.name, ref.grads.view(p.offset, p.shape)});
+  write_safetensors(dir + "/outputs.safetensors", out);
+
+  bool ok = true;
+  JsonWriter json;
+  json.begin_object().field("loss", ref.loss).key("recompute_bit_identical").begin_object();
+  for (Recompute mode : {Recompute::selective, Recompute::full}) {
+    const StepResult r = run_step(params, mode, inputs, targets);
+    std::string why;
+    if (r.loss != ref.loss) why = "the loss differs";
+    else if (!same_bits(r.logits, ref.logits)) why = "the logits differ";
+    else if (!same_bits(r.grads, ref.grads)) why = "the gradient of " + first_differing_grad(params, r.grads, ref.grads) + " differs";
+    json.field(recompute_name(mode), why.empty());
+    std::printf("%s: recompute %-9s vs none: %s\n", cfg.str().c_str(), recompute_name(mode),
+                why.empty() ? "loss, logits and gradients bit-identical" : ("MISMATCH: " + why).c_str());
+    ok = ok && why.empty();
+  }
+  json.end_object().end_object().write_file(dir + "/outputs.json");
+  std::printf("%s: loss %.9f, wrote %s/{config.json, model.safetensors, outputs.safetensors, outputs.json}\n",
+              cfg.str().c_str(), ref.loss, dir.c_str());
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: dump_reference OUT_DIR\n");
+    return 2;
+  }
+  try {
+    const std::string out = argv[1];
+    const bool untied_ok = dump(out + "/untied", false);
+    const bool tied_ok = dump(out + "/tied", true);
+    return untied_ok && tied_ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dump_reference: %s\n", e.what());
+    return 1;
+  }
+}

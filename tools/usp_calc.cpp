@@ -1,0 +1,236 @@
+// usp_calc: the analytic calculator. Per-rank memory (parameters, gradients, optimizer states,
+// activations) and FLOPs per step of a training configuration, from the playbook's formulas
+// (common/calc/memory_model.hpp states every convention).
+//
+//   usp_calc --model llama3.1-8b --seq 4096 --mbs 1 --precision mixed --recompute none
+//   usp_calc --model llama3.1-70b --tp 8 --sp --pp 4 --dp 8 --zero 1 --json
+//   usp_calc --layers 16 --hidden 2048 --heads 32 --kv-heads 8 --ffn 8192 --vocab 128256 --tied
+//   usp_calc --list-models
+//   usp_calc --sweep memory_vs_seq --csv out/01_memory/memory_vs_seq.csv   (a plot's data)
+//
+// A bad flag or an impossible configuration prints "error: <message>" and exits 2.
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "calc/flops_model.hpp"
+#include "calc/memory_model.hpp"
+#include "calc/memory_sweep.hpp"
+#include "calc/training_setup.hpp"
+#include "cli.hpp"
+#include "error.hpp"
+#include "json.hpp"
+
+namespace {
+
+using namespace usp;
+using namespace usp::calc;
+
+const char* const kShapeFlags[] = {"layers", "hidden", "heads", "kv-heads", "ffn", "vocab"};
+
+Cli make_cli() {
+  Cli cli("usp_calc",
+          "Per-rank memory and FLOPs of a training step from the playbook's formulas. Give a built-in\n"
+          "model (--model, see --list-models) or a shape (--layers --hidden --heads [--kv-heads] --ffn\n"
+          "--vocab [--tied]); without either, llama3.1-8b.");
+  cli.add_string("model", "", "built-in model name (default llama3.1-8b when no shape is given)");
+  cli.add_flag("list-models", "print the built-in models and exit");
+  cli.add_int("layers", 0, "shape: decoder layers L", 1);
+  cli.add_int("hidden", 0, "shape: hidden size h", 1);
+  cli.add_int("heads", 0, "shape: attention heads a", 1);
+  cli.add_int("kv-heads", 0, "shape: kv heads g (default: --heads)", 1);
+  cli.add_int("ffn", 0, "shape: SwiGLU intermediate size f", 1);
+  cli.add_int("vocab", 0, "shape: vocabulary size v", 1);
+  cli.add_flag("tied", "shape: the LM head reuses the embedding");
+  cli.add_int("seq", 4096, "sequence length s", 1);
+  cli.add_int("mbs", 1, "micro-batch size b (sequences per rank per micro-batch)", 1);
+  cli.add_choice("precision", "mixed", {"fp32", "mixed"}, "number format");
+  cli.add_choice("recompute", "none", {"none", "selective", "full"}, "activation recomputation");
+  cli.add_flag("fp32-grad-accum", "mixed precision: keep an fp32 gradient accumulation buffer (+4N)");
+  cli.add_int("dp", 1, "data-parallel degree N_d", 1);
+  cli.add_int("zero", 0, "ZeRO stage over the dp ranks", 0, 3);
+  cli.add_int("tp", 1, "tensor-parallel degree t", 1);
+  cli.add_flag("sp", "sequence parallelism with TP");
+  cli.add_int("cp", 1, "context-parallel degree c", 1);
+  cli.add_int("pp", 1, "pipeline-parallel degree p (reported: the first stage, 1F1B)", 1);
+  cli.add_int("ep", 1, "expert-parallel degree (dense models: 1)", 1);
+  cli.add_flag("json", "print one JSON object instead of the table");
+  cli.add_string("sweep", "", "write a figure's sweep as CSV instead: memory_vs_seq | recompute | zero");
+  cli.add_string("csv", "", "with --sweep: the CSV file to write (default: standard output)");
+  return cli;
+}
+
+ModelConfig model_from_cli(const Cli& cli) {
+  bool any_shape = cli.given("tied");
+  for (const char* f : kShapeFlags) any_shape = any_shape || cli.given(f);
+  if (!any_shape) return ModelConfig::builtin(cli.given("model") ? cli.get_string("model") : "llama3.1-8b");
+  if (cli.given("model"))
+    throw UsageError("give either --model or the shape flags (--layers --hidden --heads --ffn --vocab), not both");
+  for (const char* f : kShapeFlags)
+    if (std::string(f) != "kv-heads" && !cli.given(f))
+      throw UsageError(std::string("--") + f + " is required when the model is given by its shape");
+  ModelConfig c;
+  c.name = "custom";
+  c.layers = cli.get_int("layers");
+  c.hidden = cli.get_int("hidden");
+  c.heads = cli.get_int("heads");
+  c.kv_heads = cli.given("kv-heads") ? cli.get_int("kv-heads") : c.heads;
+  c.ffn = cli.get_int("ffn");
+  c.vocab = cli.get_int("vocab");
+  c.tied_embeddings = cli.get_flag("tied");
+  return c;
+}
+
+TrainingSetup setup_from_cli(const Cli& cli) {
+  TrainingSetup s;
+  s.model = model_from_cli(cli);
+  s.seq = cli.get_int("seq");
+  s.mbs = cli.get_int("mbs");
+  s.precision = parse_precision(cli.get_string("precision"));
+  s.recompute = parse_recompute(cli.get_string("recompute"));
+  s.fp32_grad_accum = cli.get_flag("fp32-grad-accum");
+  s.dp = cli.get_int("dp");
+  s.zero = static_cast<int>(cli.get_int("zero"));
+  s.tp = cli.get_int("tp");
+  s.sp = cli.get_flag("sp");
+  s.cp = cli.get_int("cp");
+  s.pp = cli.get_int("pp");
+  s.ep = cli.get_int("ep");
+  s.validate();
+  return s;
+}
+
+double gib(std::int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1ll << 30); }
+
+// The exact count of this course's layer is defined for one rank without TP/CP sharding.
+bool course_count_applies(const TrainingSetup& s) { return s.tp == 1 && s.cp == 1; }
+
+void print_json(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEstimate& f) {
+  const ModelConfig& c = s.model;
+  JsonWriter j;
+  j.begin_object();
+  j.field("model", c.name).field("layers", c.layers).field("hidden", c.hidden).field("heads", c.heads);
+  j.field("kv_heads", c.kv_heads).field("ffn", c.ffn).field("vocab", c.vocab).field("tied", c.tied_embeddings);
+  j.field("seq", s.seq).field("mbs", s.mbs).field("precision", precision_name(s.precision));
+  j.field("recompute", recompute_name(s.recompute)).field("fp32_grad_accum", s.fp32_grad_accum);
+  j.field("dp", s.dp).field("zero", s.zero).field("tp", s.tp).field("sp", s.sp).field("cp", s.cp);
+  j.field("pp", s.pp).field("ep", s.ep);
+  j.field("num_parameters", c.num_parameters());
+  j.field("num_parameters_playbook_formula", playbook_num_parameters(c));
+  j.field("parameters_per_rank", parameters_per_rank(s));
+  j.field("parameters_bytes", m.parameters).field("gradients_bytes", m.gradients);
+  j.field("optimizer_bytes", m.optimizer).field("master_weights_bytes", m.master_weights);
+  j.field("activations_bytes", m.activations).field("total_bytes", m.total());
+  j.field("activation_bytes_per_layer", playbook_layer_activation_bytes(s));
+  j.field("layers_on_rank", layers_on_first_stage(s)).field("microbatches_in_flight", microbatches_in_flight(s));
+  if (course_count_applies(s))
+    j.field("course_layer_activation_bytes",
+            course_layer_activation_bytes(c, s.seq, s.mbs, s.recompute, s.activation_element_bytes()));
+  j.field("tokens_per_step", f.tokens).field("flops_per_step", f.model);
+  j.field("recompute_flops_per_step", f.recompute).field("hardware_flops_per_step", f.hardware());
+  j.end_object();
+  std::cout << j.str() << '\n';
+}
+
+void print_row(const char* name, std::int64_t bytes, const std::string& note) {
+  std::printf("  %-13s %18lld %10.2f   %s\n", name, static_cast<long long>(bytes), gib(bytes), note.c_str());
+}
+
+void print_table(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEstimate& f) {
+  const ModelConfig& c = s.model;
+  const StateBytes per = state_bytes_per_parameter(s.precision, s.fp32_grad_accum);
+  const bool mixed = s.precision == Precision::mixed;
+  auto zero_note = [&](int from_stage, const std::string& what) {
+    return what + (s.zero >= from_stage && s.dp > 1 ? ", sharded over dp " + std::to_string(s.dp) : "");
+  };
+  std::printf("model       %s\n", c.str().c_str());
+  std::printf("setup       seq %lld, mbs %lld, precision %s, recompute %s%s\n", static_cast<long long>(s.seq),
+              static_cast<long long>(s.mbs), precision_name(s.precision), recompute_name(s.recompute),
+              s.fp32_grad_accum ? ", fp32 gradient accumulation" : "");
+  std::printf("layout      dp %lld (ZeRO-%d), tp %lld, sp %s, cp %lld, pp %lld, ep %lld\n",
+              static_cast<long long>(s.dp), s.zero, static_cast<long long>(s.tp), s.sp ? "on" : "off",
+              static_cast<long long>(s.cp), static_cast<long long>(s.pp), static_cast<long long>(s.ep));
+  std::printf("parameters  N = %lld (exact for this architecture); playbook formula h·v + L·(12h² + 13h) + 2h = %lld\n",
+              static_cast<long long>(c.num_parameters()), static_cast<long long>(playbook_num_parameters(c)));
+  std::printf("            on this rank (after TP/PP, before ZeRO): %lld\n\n", static_cast<long long>(parameters_per_rank(s)));
+
+  std::printf("  %-13s %18s %10s\n", "per rank", "bytes", "GiB");
+  print_row("parameters", m.parameters,
+            zero_note(3, std::string(mixed ? "bf16" : "fp32") + ", " + std::to_string(per.parameters) + " B/param"));
+  print_row("gradients", m.gradients,
+            zero_note(2, std::string(mixed ? (s.fp32_grad_accum ? "bf16 + fp32 accumulation" : "bf16") : "fp32") + ", " +
+                             std::to_string(per.gradients) + " B/param"));
+  print_row("optimizer", m.optimizer,
+            zero_note(1, std::string(mixed ? "fp32 master 4 + Adam m, v 8" : "Adam m, v 8") + " B/param"));
+  print_row("activations", m.activations,
+            std::to_string(layers_on_first_stage(s)) + " layers x " + std::to_string(microbatches_in_flight(s)) +
+                " micro-batch(es) x " + std::to_string(playbook_layer_activation_bytes(s)) + " B (" +
+                (mixed ? "16-bit" : "fp32: 4-byte elements, twice the 16-bit formula") + ")");
+  print_row("total", m.total(), "");
+
+  std::printf("\nactivations: the playbook's per-layer formula (GPT layer: MHA, 4h MLP, dropout masks); the\n"
+              "  embedding output, final norm, logits and loss are not included.%s\n",
+              s.pp > 1 ? " PP: the first stage, p micro-batches in flight (1F1B)." : "");
+  if (course_count_applies(s)) {
+    const std::int64_t layer = course_layer_activation_bytes(c, s.seq, s.mbs, s.recompute, s.activation_element_bytes());
+    std::printf("  this course's decoder layer keeps exactly %lld B (%.2f GiB for %lld layers).\n",
+                static_cast<long long>(layer), gib(layer * layers_on_first_stage(s) * microbatches_in_flight(s)),
+                static_cast<long long>(layers_on_first_stage(s) * microbatches_in_flight(s)));
+  }
+  std::printf("\nFLOPs per step (%lld tokens = mbs x seq x dp; 6N + 12·L·h·s per token):\n",
+              static_cast<long long>(f.tokens));
+  std::printf("  model (MFU)     %.6g\n  recompute       %.6g\n  hardware (HFU)  %.6g\n", f.model, f.recompute,
+              f.hardware());
+}
+
+void list_models() {
+  for (const std::string& name : ModelConfig::builtin_names()) {
+    const ModelConfig c = ModelConfig::builtin(name);
+    std::printf("%-52s N = %lld\n", c.str().c_str(), static_cast<long long>(c.num_parameters()));
+  }
+}
+
+int calc_main(int argc, char** argv) {
+  Cli cli = make_cli();
+  cli.parse(argc, argv);
+  if (cli.help_requested()) {
+    std::cout << cli.help();
+    return 0;
+  }
+  if (cli.get_flag("list-models")) {
+    list_models();
+    return 0;
+  }
+  if (cli.given("sweep")) {
+    const std::vector<SweepRow> rows = run_sweep(figure_by_name(cli.get_string("sweep")));
+    if (cli.given("csv")) {
+      write_sweep_csv(cli.get_string("csv"), rows);
+      std::cerr << "wrote " << cli.get_string("csv") << '\n';
+    } else {
+      std::cout << sweep_csv(rows);
+    }
+    return 0;
+  }
+  if (cli.given("csv")) throw UsageError("--csv only goes with --sweep");
+  const TrainingSetup setup = setup_from_cli(cli);
+  const MemoryBreakdown memory = memory_per_rank(setup);
+  const FlopsEstimate flops = flops_per_step(setup);
+  if (cli.get_flag("json")) print_json(setup, memory, flops);
+  else print_table(setup, memory, flops);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return calc_main(argc, argv);
+  } catch (const usp::UsageError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "fatal: " << e.what() << '\n';
+    return 1;
+  }
+}
