@@ -4,7 +4,9 @@
 //      b samples (exercise 03.1) against one step on a single batch of k·b samples, from the
 //      same weights: the gradients and the updated weights agree to fp32 rounding, while the
 //      peak activation memory stays that of ONE micro-batch instead of growing with k·b.
-//   2. Training: --steps steps of global batch = mbs × grad-acc samples.
+//   2. Training: --steps steps of global batch = mbs × grad-acc samples; --save DIR writes a
+//      checkpoint (Hugging Face Llama format + optimizer and trainer state), --resume DIR
+//      continues one: the resumed run's losses equal the uninterrupted run's, bit for bit.
 // Writes <out>/summary.json and accumulation.csv (plots/ch03_accumulation.py draws it).
 //
 //   build/bin/ch03_grad_accumulation [--mbs 4] [--grad-acc 4] [--accum-list 1,2,4,8] [--steps 5]
@@ -19,6 +21,7 @@
 
 #include "accumulation.hpp"
 #include "big_batch_comparison.hpp"
+#include "common/io/checkpoint.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
 #include "common/train/training_summary.hpp"
@@ -47,6 +50,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   add_training_flags(cli, {"usp-small", 128, 4, 5, 3e-3});
   cli.add_int("grad-acc", 4, "micro-batches per optimizer step in the training part", 1, 1024);
   cli.add_string("accum-list", "1,2,4,8", "the k values of the equivalence part, comma-separated");
+  cli.add_string("save", "", "after training, save a checkpoint (weights, optimizer, trainer state) to this folder");
+  cli.add_string("resume", "", "continue the training part from a checkpoint saved with --save, up to --steps");
   if (!rt.parse(cli, argc, argv)) return 0;
   TrainingConfig cfg;
   std::unique_ptr<Dataset> data;
@@ -98,22 +103,54 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   Model model(params, cfg.model_options());
   AdamW optimizer(params, cfg.adamw);
   std::vector<double> losses;
+  std::int64_t first_step = 0;
+  const std::string resume = cli.get_string("resume"), save = cli.get_string("save");
+  if (!resume.empty()) {
+    // The checkpoint must describe this run: same shape, data, sequence and global batch.
+    TrainerState state;
+    rt.agree([&] {
+      state = load_trainer_state(resume);
+      const ModelConfig saved = load_config(resume);
+      if (saved.num_parameters() != cfg.model.num_parameters() || saved.layers != cfg.model.layers ||
+          saved.hidden != cfg.model.hidden || saved.heads != cfg.model.heads || saved.kv_heads != cfg.model.kv_heads)
+        throw UsageError("--resume " + resume + " holds a different model (" + saved.str() + ")");
+      if (state.data != cfg.data || state.seq != cfg.seq || state.global_batch != grad_acc * cfg.mbs ||
+          state.seed != cfg.seed)
+        throw UsageError("--resume " + resume + " was saved with --data " + state.data + " --seq " +
+                         std::to_string(state.seq) + ", a global batch of " + std::to_string(state.global_batch) +
+                         " and --seed " + std::to_string(state.seed) + "; run with the same");
+      if (state.step >= cfg.steps)
+        throw UsageError("--resume " + resume + " is already at step " + std::to_string(state.step) +
+                         "; ask for more --steps");
+      load_params(resume, params);
+      load_optimizer(resume, optimizer);
+    });
+    first_step = state.step;
+    losses = state.losses;
+    std::cout << "  resumed from " << resume << " at step " << first_step << "\n";
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  for (std::int64_t step = 0; step < cfg.steps; ++step) {
+  for (std::int64_t step = first_step; step < cfg.steps; ++step) {
     std::vector<Batch> micro;
-    for (std::int64_t j = 0; j < grad_acc; ++j)
-      micro.push_back(data->batch(step, j * cfg.mbs, cfg.mbs, cfg.seq));
+    for (std::int64_t j = 0; j < grad_acc; ++j) micro.push_back(data->batch(step, j * cfg.mbs, cfg.mbs, cfg.seq));
     losses.push_back(accumulation_step(model, optimizer, micro));
     std::printf("  step %3lld  loss %.4f\n", static_cast<long long>(step), losses.back());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!save.empty()) {
+    const TrainerState state{cfg.steps, cfg.seed, cfg.data, cfg.seq, grad_acc * cfg.mbs, losses};
+    save_checkpoint(save, params, &optimizer, &state);
+    std::cout << "  saved a checkpoint to " << save << " (build/bin/usp_eval --checkpoint " << save
+              << " --text FILE evaluates it)\n";
+  }
   results.field("grad_acc", grad_acc).field("global_batch", grad_acc * cfg.mbs);
   results.end_object();
 
   TrainingSummary summary;
   summary.chapter = "03_grad_accumulation";
   summary.losses = losses;
-  summary.tokens_per_second = static_cast<double>(cfg.steps * grad_acc * cfg.tokens_per_micro_batch()) / seconds;
+  summary.tokens_per_second =
+      static_cast<double>((cfg.steps - first_step) * grad_acc * cfg.tokens_per_micro_batch()) / seconds;
   summary.flags_json = cli.values_json();
   summary.chapter_json = results.str();
   write_training_summary(rt.world(), out + "/summary.json", summary);

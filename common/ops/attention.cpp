@@ -80,15 +80,6 @@ void causal_probs_block(const float* q, std::int64_t ldq, const float* k, std::i
 
 }  // namespace
 
-// x <- float(dtype(x)): the value a tensor of that dtype would store.
-static void round_trip_in_place(DType dtype, float* x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint16_t narrow = 0;
-    convert_from_float(x + i, dtype, &narrow, 1);
-    convert_to_float(dtype, &narrow, x + i, 1);
-  }
-}
-
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& probs) {
   const char* op = "attention_forward";
   require_cpu(op, {&q, &k, &v, &out, &probs});
@@ -182,9 +173,13 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
       } else {
         for (std::int64_t r0 = 0; r0 < T; r0 += kBlock)
           causal_probs_block(qp, HD, kp, GD, T, D, s, r0, std::min(r0 + kBlock, T), p_scratch);
-        // Recomputed probabilities are rounded to the activation dtype (q's), exactly as a saved
-        // probs tensor would have been, so recomputation changes no gradient bit in bf16 either.
-        if (q.dtype() != DType::f32) round_trip_in_place(q.dtype(), p_scratch, T * T);
+        // Rounded to the activation dtype (q's), exactly as a saved probs tensor would have been,
+        // so recomputation changes no gradient bit in bf16 either. The dS buffer, not in use yet,
+        // holds the narrow values on the way.
+        if (q.dtype() != DType::f32) {
+          convert_from_float(p_scratch, q.dtype(), ds, static_cast<std::size_t>(T * T));
+          convert_to_float(q.dtype(), ds, p_scratch, static_cast<std::size_t>(T * T));
+        }
         p = p_scratch;
       }
 

@@ -10,15 +10,19 @@
 // baseline, and picks the clone at load time (GCC's target_clones, x86-64 Linux): the build
 // stays portable while an AVX2 machine runs 8-wide loops (2-3x on the exp-bound ones). The
 // clone is "avx2" rather than "arch=haswell": GCC inlines the plain inline helpers below into
-// an avx2 clone but not into an arch= one, and without them inlined nothing vectorizes.
+// an avx2 clone but not into an arch= one, and without them inlined nothing vectorizes. Both
+// clones compute the same bits: "avx2" enables no FMA contraction, and the lanes fix the order
+// of every sum whatever the vector width.
 #pragma once
 #include <bit>
 #include <cstdint>
 
+#ifndef USP_SIMD_CLONES  // -DUSP_SIMD_CLONES= builds the baseline only
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define USP_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define USP_SIMD_CLONES
+#endif
 #endif
 
 namespace usp::ops::detail {

@@ -135,22 +135,24 @@ TEST_CASE("bf16 attention: out and probs rounded; backward from bf16 or recomput
   CHECK(max_ulps(out.b, out.f) <= 1);
   CHECK(max_ulps(probs.b, probs.f) <= 1);
 
+  // bf16 backward, from the saved bf16 probs and recomputed (which rounds them to q's dtype, as
+  // a saved tensor would be): the f32 backward given an f32 probs holding the rounded values,
+  // rounded; and recomputation changes no bit.
   Pair dout = pair_of(bvals(b * t * h * d, 34), {b, t, h, d});
+  Tensor probs_rounded = tensor_of(values_of(probs.b), {b, h, t, t});
   Pair dq = pair_empty({b, t, h, d}), dk = pair_empty({b, t, g, d}), dv = pair_empty({b, t, g, d});
-  SECTION("probs recomputed: rounded to bf16 as saved probs would be") {
-    Tensor none;
-    Tensor probs_rounded = tensor_of(values_of(probs.b), {b, h, t, t});
-    ops::attention_backward(dout.f, q.f, k.f, v.f, probs_rounded, dq.f, dk.f, dv.f);
-    ops::attention_backward(dout.b, q.b, k.b, v.b, none, dq.b, dk.b, dv.b);
-  }
-  SECTION("bf16 probs: as if an f32 probs held the rounded values") {
-    Tensor probs_rounded = tensor_of(values_of(probs.b), {b, h, t, t});
-    ops::attention_backward(dout.f, q.f, k.f, v.f, probs_rounded, dq.f, dk.f, dv.f);
-    ops::attention_backward(dout.b, q.b, k.b, v.b, probs.b, dq.b, dk.b, dv.b);
-  }
+  ops::attention_backward(dout.f, q.f, k.f, v.f, probs_rounded, dq.f, dk.f, dv.f);
+  ops::attention_backward(dout.b, q.b, k.b, v.b, probs.b, dq.b, dk.b, dv.b);
   CHECK(max_ulps(dq.b, dq.f) <= 1);
   CHECK(max_ulps(dk.b, dk.f) <= 1);
   CHECK(max_ulps(dv.b, dv.f) <= 1);
+
+  Tensor none, dq_re = Tensor::empty({b, t, h, d}, bf), dk_re = Tensor::empty({b, t, g, d}, bf),
+               dv_re = Tensor::empty({b, t, g, d}, bf);
+  ops::attention_backward(dout.b, q.b, k.b, v.b, none, dq_re, dk_re, dv_re);
+  CHECK(values_of(dq_re) == values_of(dq.b));
+  CHECK(values_of(dk_re) == values_of(dk.b));
+  CHECK(values_of(dv_re) == values_of(dv.b));
 }
 
 TEST_CASE("bf16 cross-entropy", "[ops][bf16]") {

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "data/dataset.hpp"
-#include "error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/safetensors.hpp"
 #include "json.hpp"
@@ -31,7 +30,7 @@ using namespace usp;
 namespace {
 
 constexpr std::uint64_t kSeed = 2024;
-constexpr std::int64_t kBatch = 3, kSeq = 17;  // B·T = 51 rows: not a multiple of anything
+constexpr std::int64_t kBatch = 3, kSeq = 17;  // B·T = 51 rows: not a multiple of a SIMD width or a block size
 
 // L=2, h=64, a=4 over g=2 kv heads (GQA, head dim 16), f=160, v=256.
 ModelConfig reference_config(bool tied) {

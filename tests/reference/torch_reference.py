@@ -34,6 +34,7 @@ except ImportError:
           file=sys.stderr)
     sys.exit(2)
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_torch  # noqa: E402
 import safetensors_file  # noqa: E402
