@@ -2,7 +2,11 @@
 // (open in Perfetto or chrome://tracing: one process per rank, one thread per stream) and as a
 // CSV for the plot scripts. Times are microseconds since the tracer's epoch, which
 // Tracer::align() sets at a barrier so that ranks on one clock line up.
+// While the tracer is enabled, the MPI communicator records each op it runs (except barriers)
+// as a "comm" span named after the op ("all_reduce", ...), from when its progress thread starts
+// the op to when it completes.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -25,7 +29,7 @@ class Tracer {
   static Tracer& instance();  // the process's (= the rank's) tracer
 
   void enable(bool on);
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }  // from any thread
   double now_us() const;  // since the epoch
   void add(const std::string& name, const std::string& stream, double start_us, double end_us);
   std::vector<Span> spans() const;
@@ -36,7 +40,7 @@ class Tracer {
  private:
   Tracer();
   mutable std::mutex mu_;
-  bool enabled_ = false;
+  std::atomic<bool> enabled_{false};  // read by communicators' progress threads too
   std::int64_t epoch_ns_ = 0;
   std::vector<Span> spans_;
 };

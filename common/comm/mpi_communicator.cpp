@@ -92,8 +92,10 @@ void MpiCommunicator::account(CommOp op, std::uint64_t payload_bytes, int root) 
 }
 
 WorkHandle MpiCommunicator::submit(CommOp op, mpi::ProgressThread::Task task) {
+  // Traced as a "comm" span named after the op; barriers move no data (and Tracer::align is
+  // one), so they are not.
   return progress_->submit(std::string(comm_op_name(op)) + " on a " + std::to_string(size_) + "-rank mpi communicator",
-                           std::move(task));
+                           std::move(task), op == CommOp::barrier ? std::string() : std::string(comm_op_name(op)));
 }
 
 // ---- rooted and all-rank reductions / broadcast: in place, in pieces --------------------------

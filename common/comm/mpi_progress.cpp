@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "../error.hpp"
+#include "../trace.hpp"
 #include "mpi_call.hpp"
 
 namespace usp::mpi {
@@ -72,11 +73,11 @@ ProgressThread::~ProgressThread() {
   thread_.join();
 }
 
-WorkHandle ProgressThread::submit(std::string what, Task task) {
+WorkHandle ProgressThread::submit(std::string what, Task task, std::string span) {
   auto work = std::make_shared<OpWork>(std::move(what));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(task), work});
+    queue_.push_back({std::move(task), work, std::move(span)});
   }
   cv_.notify_all();
   return work;
@@ -110,6 +111,10 @@ void ProgressThread::loop() {
 void ProgressThread::run(Queued& q) {
   current_ = std::make_shared<Group>();
   current_->work = q.work;
+  if (!q.span.empty() && Tracer::instance().enabled()) {
+    current_->span = std::move(q.span);
+    current_->start_us = Tracer::instance().now_us();
+  }
   try {
     q.task(*this);
   } catch (...) {
@@ -121,7 +126,13 @@ void ProgressThread::run(Queued& q) {
 }
 
 void ProgressThread::settle(Group& g) {
-  if (g.task_returned && g.outstanding == 0) g.work->finish();
+  if (!g.task_returned || g.outstanding != 0) return;
+  if (g.start_us >= 0) {  // recorded before finish(), so a waiter finds the span in the trace
+    Tracer& tracer = Tracer::instance();
+    tracer.add(g.span, "comm", g.start_us, tracer.now_us());
+    g.start_us = -1;
+  }
+  g.work->finish();
 }
 
 void ProgressThread::attach(MPI_Request request, MPI_Datatype type, std::int64_t expected, const char* call,

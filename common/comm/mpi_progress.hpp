@@ -16,6 +16,10 @@
 //
 // While the thread sits in a blocking collective, MPI still progresses the pending requests
 // underneath (that is MPI's job), but their Works are only marked complete once it returns.
+//
+// Tracing: a task submitted with a span name, started while Tracer::instance() is enabled, is
+// recorded as a span on the "comm" stream, from when the thread starts the task to when its
+// Work completes (just before wait() can return), so the trace shows when each op really ran.
 #pragma once
 #include <mpi.h>
 
@@ -64,8 +68,9 @@ class ProgressThread {
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
 
-  // Queues task; its Work is named what in error messages.
-  WorkHandle submit(std::string what, Task task);
+  // Queues task; its Work is named what in error messages. A non-empty span names the task's
+  // "comm" span in the trace (see above).
+  WorkHandle submit(std::string what, Task task, std::string span = {});
 
   // ---- for tasks, on the progress thread ----------------------------------------------------
   // Attaches a posted request to the running task. expected: the count (in type's units) a
@@ -82,6 +87,8 @@ class ProgressThread {
     std::shared_ptr<OpWork> work;
     int outstanding = 0;
     bool task_returned = false;
+    std::string span;      // traced: the span's name, and when the task started
+    double start_us = -1;  // < 0: not traced
   };
   struct Pending {
     std::shared_ptr<Group> group;
@@ -93,6 +100,7 @@ class ProgressThread {
   struct Queued {
     Task task;
     std::shared_ptr<OpWork> work;
+    std::string span;
   };
 
   void loop();

@@ -1,0 +1,106 @@
+#include "gradient_sync.hpp"
+
+#include "common/error.hpp"
+
+namespace usp::ch04 {
+
+const char* dp_mode_name(DpMode mode) {
+  switch (mode) {
+    case DpMode::naive: return "naive";
+    case DpMode::overlap: return "overlap";
+    case DpMode::bucketing: return "bucketing";
+  }
+  return "?";
+}
+
+DpMode parse_dp_mode(const std::string& name) {
+  for (DpMode m : all_dp_modes())
+    if (name == dp_mode_name(m)) return m;
+  throw UsageError("--dp-mode must be one of naive, overlap, bucketing, all; got " + name);
+}
+
+const std::vector<DpMode>& all_dp_modes() {
+  static const std::vector<DpMode> modes = {DpMode::naive, DpMode::overlap, DpMode::bucketing};
+  return modes;
+}
+
+BucketLaunchState start_bucket_launches(const BucketPlan& plan, std::size_t num_params) {
+  BucketLaunchState s;
+  s.plan = &plan;
+  s.bucket_of_param.assign(num_params, -1);
+  s.waiting.assign(plan.buckets.size(), 0);
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+    for (int p : plan.buckets[b].params) {
+      USP_CHECK(p >= 0 && static_cast<std::size_t>(p) < num_params && s.bucket_of_param[static_cast<std::size_t>(p)] < 0,
+                "bucket plan: parameter " + std::to_string(p) + " is out of range or in two buckets");
+      s.bucket_of_param[static_cast<std::size_t>(p)] = static_cast<int>(b);
+      s.waiting[b] += 1;
+    }
+  }
+  for (std::size_t p = 0; p < num_params; ++p)
+    USP_CHECK(s.bucket_of_param[p] >= 0, "bucket plan: parameter " + std::to_string(p) + " is in no bucket");
+  return s;
+}
+
+GradientSync::GradientSync(DpMode mode, Communicator& comm, ParamStore& params, BucketPlan plan)
+    : mode_(mode), comm_(comm), params_(params), plan_(std::move(plan)) {
+  USP_CHECK(params_.has_grads(), "GradientSync needs a parameter store with gradients");
+}
+
+void GradientSync::attach(ModelHooks& hooks) {
+  hooks.grad_ready = [this](int param) { grad_ready(param); };
+}
+
+void GradientSync::begin_backward(bool final_micro_batch) {
+  USP_CHECK(!syncing_, "GradientSync::begin_backward: the previous final backward was not finished");
+  syncing_ = final_micro_batch;
+  if (syncing_ && mode_ == DpMode::bucketing)
+    buckets_ = start_bucket_launches(plan_, params_.infos().size());
+}
+
+void GradientSync::grad_ready(int param) {
+  if (!syncing_) return;  // a non-final micro-batch: accumulate locally, say nothing
+  if (mode_ == DpMode::overlap) {
+    Tensor g = params_.grad(param);
+    pending_.push_back(comm_.all_reduce_async(g, ReduceOp::avg));
+  } else if (mode_ == DpMode::bucketing) {
+    on_grad_ready(buckets_, param, comm_, params_.flat_grad());
+  }
+}
+
+void GradientSync::finish() {
+  USP_CHECK(syncing_, "GradientSync::finish without a final backward");
+  syncing_ = false;
+  if (mode_ == DpMode::naive) {
+    // Backward is over; now, one parameter after the other, in the order backward produced them.
+    for (int i = static_cast<int>(params_.infos().size()) - 1; i >= 0; --i) {
+      Tensor g = params_.grad(i);
+      comm_.all_reduce(g, ReduceOp::avg);
+    }
+    return;
+  }
+  std::vector<WorkHandle> launched = std::move(mode_ == DpMode::overlap ? pending_ : buckets_.launched);
+  pending_.clear();
+  if (mode_ == DpMode::bucketing) {
+    const std::size_t n = plan_.buckets.size();
+    if (buckets_.next_bucket != n || launched.size() != n) {
+      for (auto& w : launched) w->wait();  // leave nothing in flight before failing
+      throw Error("bucketing: " + std::to_string(launched.size()) + " of " + std::to_string(n) +
+                  " buckets were launched by the end of backward (on_grad_ready must launch each "
+                  "bucket once all its parameters are ready)");
+    }
+    buckets_ = BucketLaunchState{};
+  } else if (static_cast<std::int64_t>(launched.size()) != collectives_per_step()) {
+    for (auto& w : launched) w->wait();
+    throw Error("overlap: " + std::to_string(launched.size()) + " gradients were reported ready, expected " +
+                std::to_string(collectives_per_step()));
+  }
+  for (auto& w : launched) w->wait();
+}
+
+std::int64_t GradientSync::collectives_per_step() const {
+  return mode_ == DpMode::bucketing ? static_cast<std::int64_t>(plan_.buckets.size())
+                                    : static_cast<std::int64_t>(params_.infos().size());
+}
+
+}  // namespace usp::ch04

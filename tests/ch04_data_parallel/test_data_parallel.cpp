@@ -1,0 +1,261 @@
+// Chapter 04 on real ranks (run on 1, 2 and 4 ranks: the data-parallel degree is the world's):
+// the gradient-ready hook (exercise 04.2), every variant against the single-rank baseline with
+// and without gradient accumulation, the exact collective counts and bytes, and the traces.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "comm_overlap.hpp"
+#include "common/trace.hpp"
+#include "dp_trainer.hpp"
+#include "test_world.hpp"
+
+using namespace usp;
+using namespace usp::ch04;
+
+namespace {
+
+TrainingConfig tiny() {
+  TrainingConfig cfg;
+  cfg.model = ModelConfig::builtin("usp-tiny");  // parameters from 64 (norms) to 16384 elements
+  cfg.seq = 16;
+  cfg.mbs = 2;
+  cfg.adamw.lr = 1e-3;
+  return cfg;
+}
+
+// 20000 bytes: between the norms (256 B) and the matrices (8-64 KiB) of usp-tiny, so buckets
+// hold one to three parameters of uneven sizes. Walking backward (f32 bytes): lm_head 65536 |
+// final norm 256 + down 49152 | up 49152 | gate 49152 | post-norm 256 + o 16384 + v 8192 |
+// k 8192 + q 16384 | input norm 256 + (layer 0) down ... | k + q | input norm + embedding
+// 65536: 12 buckets.
+constexpr std::int64_t kCap = 20000;
+constexpr std::int64_t kBuckets = 12;
+
+std::uint64_t all_reduces(Communicator& c) { return c.stats().count(CommOp::all_reduce); }
+
+// The single-rank baseline: the whole global batch in one forward and backward per step.
+struct Baseline {
+  std::vector<double> losses;
+  std::vector<float> params;  // after the last step
+};
+
+Baseline run_baseline(const TrainingConfig& cfg, const Dataset& data, std::int64_t global_batch, int steps) {
+  ParamStore p(cfg.model);
+  p.init(cfg.seed);
+  Model m(p);
+  AdamW opt(p, cfg.adamw);
+  Baseline b;
+  for (int s = 0; s < steps; ++s) {
+    const Batch batch = data.batch(s, 0, global_batch, cfg.seq);
+    p.zero_grad();
+    b.losses.push_back(m.forward(batch.inputs, batch.targets));
+    m.backward();
+    opt.step(p);
+  }
+  b.params = p.flat().to_floats();
+  return b;
+}
+
+float max_abs(const std::vector<float>& a) {
+  float m = 0;
+  for (float v : a) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Whether every rank holds the same parameters as rank 0, bit for bit (collective).
+bool replicas_identical(Communicator& comm, ParamStore& p) {
+  Tensor mine = p.flat().clone(MemCategory::Temporary);
+  Tensor root = p.flat().clone(MemCategory::Temporary);
+  comm.broadcast(root, 0);
+  const float same = bit_equal(mine.to_floats(), root.to_floats()) ? 1.0f : 0.0f;
+  Tensor flag = Tensor::from_floats({same}, {1});
+  comm.all_reduce(flag, ReduceOp::min);
+  return flag.to_floats()[0] == 1.0f;
+}
+
+}  // namespace
+
+TEST_CASE("exercise 04.2: the hook launches each bucket once all its gradients are ready, in order", "[ch04][mpi]") {
+  Communicator& comm = testing::world();
+  const int n = comm.size(), r = comm.rank();
+  // Six parameters of uneven sizes over a 16-element flat buffer, and a hand-made plan of three
+  // buckets (in the order backward fills them): {5, 4} = [9, 16), {3} = [6, 9), {2, 1, 0} = [0, 6).
+  const std::vector<std::int64_t> numel = {1, 2, 3, 3, 4, 3};
+  BucketPlan plan;
+  plan.cap_bytes = 12;
+  plan.buckets = {Bucket{{5, 4}, 9, 16, 28}, Bucket{{3}, 6, 9, 12}, Bucket{{2, 1, 0}, 0, 6, 24}};
+  std::vector<float> values(16);
+  for (int i = 0; i < 16; ++i) values[static_cast<std::size_t>(i)] = static_cast<float>((r + 1) * (i + 1));
+  Tensor flat = Tensor::from_floats(values, {16});
+
+  BucketLaunchState state = start_bucket_launches(plan, numel.size());
+  const std::uint64_t c0 = all_reduces(comm), bytes0 = comm.stats().sent(CommOp::all_reduce);
+  // Ready order 5, 3, 4, 2, 0, 1: bucket 1 ({3}) completes before bucket 0 but must wait for it.
+  const std::vector<std::pair<int, std::uint64_t>> steps = {
+      {5, 0},  // bucket 0 still waits for 4
+      {3, 0},  // bucket 1 is full, but bucket 0 goes first
+      {4, 2},  // bucket 0 full: launch it, then bucket 1 right behind it
+      {2, 2}, {0, 2},
+      {1, 3},  // bucket 2 full
+  };
+  for (const auto& [param, launched] : steps) {
+    INFO("after parameter " << param << " is ready");
+    on_grad_ready(state, param, comm, flat);
+    CHECK(all_reduces(comm) - c0 == launched);
+    CHECK(state.launched.size() == launched);
+  }
+  CHECK(state.next_bucket == 3);
+  for (auto& w : state.launched) w->wait();
+  // Averaged over the ranks: element i is (i + 1) · mean(1..n) = (i + 1)(n + 1)/2, exact in fp32.
+  const auto got = flat.to_floats();
+  for (int i = 0; i < 16; ++i) CHECK(got[static_cast<std::size_t>(i)] == static_cast<float>((i + 1) * (n + 1)) / 2.0f);
+  // The bytes: a ring all-reduce of each bucket sends 2(n-1)/n of its bytes: of 64 in all
+  // (exact for n = 1, 2, 4, where each bucket's share is whole).
+  if ((2 * (n - 1) * 4) % n == 0)
+    CHECK(comm.stats().sent(CommOp::all_reduce) - bytes0 == static_cast<std::uint64_t>(2 * (n - 1) * 64 / n));
+}
+
+TEST_CASE("every DP variant reproduces the single-rank baseline, with and without accumulation", "[ch04][mpi]") {
+  Communicator& comm = testing::world();
+  const int n = comm.size();
+  const TrainingConfig cfg = tiny();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const std::int64_t psi = cfg.model.num_parameters();
+  const int steps = 3;
+
+  // A single-rank probe that computes the global batch's gradient at the DP run's own weights.
+  ParamStore probe(cfg.model);
+  Model probe_model(probe);
+
+  for (std::int64_t k : {1, 2}) {
+    const Baseline base = run_baseline(cfg, *data, n * k * cfg.mbs, steps);
+    std::vector<float> naive_params;
+    for (DpMode mode : all_dp_modes()) {
+      INFO("dp " << n << ", grad-acc " << k << ", " << dp_mode_name(mode));
+      DataParallelTrainer trainer(DpConfig{cfg, k, mode, kCap}, comm);
+      REQUIRE(trainer.global_batch() == n * k * cfg.mbs);
+      if (mode == DpMode::bucketing) REQUIRE(trainer.sync().plan().buckets.size() == kBuckets);
+      const std::int64_t expected = mode == DpMode::bucketing ? kBuckets : static_cast<std::int64_t>(trainer.params().infos().size());
+      CHECK(trainer.sync().collectives_per_step() == expected);
+      for (int s = 0; s < steps; ++s) {
+        INFO("step " << s);
+        probe.flat().copy_from(trainer.params().flat());
+        probe.zero_grad();
+        const Batch global = data->batch(s, 0, n * k * cfg.mbs, cfg.seq);
+        probe_model.forward(global.inputs, global.targets);
+        probe_model.backward();
+        const DpStepStats st = trainer.step(*data, s);
+
+        // Communication, counted: nothing during the first k-1 micro-batches; one all-reduce per
+        // parameter or bucket per step, all of them from the hook during the last backward
+        // (overlap, bucketing) or all after it (naive).
+        REQUIRE(st.collectives_during.size() == static_cast<std::size_t>(k));
+        for (std::int64_t j = 0; j + 1 < k; ++j) CHECK(st.collectives_during[static_cast<std::size_t>(j)] == 0);
+        const std::int64_t during_last = st.collectives_during.back();
+        CHECK(during_last + st.collectives_after == expected);
+        CHECK(during_last == (mode == DpMode::naive ? 0 : expected));
+        // Bytes: a ring all-reduce of all Ψ gradients, 2(n-1)/n · 4Ψ, whatever the bucketing or
+        // k (exact for n = 1, 2, 4: each op's 2(n-1)/n share of its 4·numel bytes is whole).
+        const double ring = 2.0 * (n - 1) / n * 4.0 * static_cast<double>(psi);
+        if ((2 * (n - 1) * 4) % n == 0) CHECK(st.bytes_sent == static_cast<std::int64_t>(ring));
+        else CHECK(std::fabs(static_cast<double>(st.bytes_sent) - ring) < static_cast<double>(expected));
+
+        // The synchronised gradient against the global batch's gradient at the same weights
+        // (the probe's): the same sum of per-token terms, grouped per rank and micro-batch (and
+        // reduced by MPI in its own order) instead of in one matmul. fp32 reassociation over
+        // ≤ n·k·b·s = 256 terms moves an element by a few ulps of the largest terms: 1e-5 of
+        // the largest gradient bounds it (ch03's bound; measured ≤ 7e-7). A missing 1/n or 1/k,
+        // or a parameter left unsynchronised, is an O(1) relative error. Bit for bit where
+        // nothing is regrouped: one rank, one micro-batch.
+        const auto g = trainer.params().flat_grad().to_floats();
+        const auto gp = probe.flat_grad().to_floats();
+        CHECK(max_abs(gp) > 0);
+        CHECK(max_abs_diff(g, gp) <= 1e-5f * max_abs(gp));
+        if (n == 1 && k == 1) CHECK(bit_equal(g, gp));
+
+        // Against the baseline's own trajectory. The loss of the global batch: each rank's mean
+        // over its k·b samples, averaged over the ranks, is the mean over all n·k·b samples;
+        // at step 0 both are double sums of fp32 per-token losses from the same weights, equal
+        // but for the last bits; later steps start from weights that differ as bounded below,
+        // which moves the loss by far less than 1e-5 relative (measured ≤ 1e-8), while a
+        // missing average or a lost micro-batch moves it by far more.
+        const double loss = mean_over_ranks(comm, {st.loss})[0];
+        CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(s)]) <= 1e-5 * base.losses[static_cast<std::size_t>(s)]);
+        if (n == 1 && k == 1) CHECK(loss == base.losses[static_cast<std::size_t>(s)]);
+      }
+      // Parameters after the steps. Adam's update lr·m̂/(√v̂ + eps) is sign-like where the
+      // gradient is within rounding of 0, so such elements may differ by up to 2·lr per step
+      // (ch03); everywhere else the difference is rounding of w. The bound everywhere:
+      // 2·lr·steps (measured ≤ 8e-5 against 6e-3). Bit for bit with one rank and one
+      // micro-batch. And the replicas must not drift: every rank holds the same weights.
+      const auto p = trainer.params().flat().to_floats();
+      CHECK(max_abs_diff(p, base.params) <= 2.0f * static_cast<float>(cfg.adamw.lr) * steps);
+      if (n == 1 && k == 1) CHECK(bit_equal(p, base.params));
+      CHECK(replicas_identical(comm, trainer.params()));
+      // Bit for bit where the reduction order is the same: overlap issues naive's all-reduces,
+      // same sizes, same order, only earlier; with n <= 2 every element is a + b (commutative,
+      // one rounding) whatever the message sizes, so bucketing agrees too.
+      if (mode == DpMode::naive) naive_params = p;
+      if (mode == DpMode::overlap || (mode == DpMode::bucketing && n <= 2)) CHECK(bit_equal(p, naive_params));
+    }
+  }
+}
+
+TEST_CASE("traces: comm overlaps backward with overlap and bucketing, never with naive", "[ch04][mpi]") {
+  Communicator& comm = testing::world();
+  TrainingConfig cfg = tiny();
+  cfg.seq = 64;  // a backward of a few milliseconds, so the launches land well inside it
+  cfg.mbs = 4;
+  const auto data = make_dataset("synthetic", cfg.seed);
+  Tracer& tracer = Tracer::instance();
+  const int steps = 2;
+  for (DpMode mode : all_dp_modes()) {
+    INFO(dp_mode_name(mode) << " on " << comm.size() << " ranks");
+    DataParallelTrainer trainer(DpConfig{cfg, 1, mode, kCap}, comm);
+    tracer.clear();
+    tracer.align(comm);
+    tracer.enable(true);
+    for (int s = 0; s < steps; ++s) trainer.step(*data, s);
+    tracer.enable(false);
+    const auto spans = tracer.spans();
+    tracer.clear();
+
+    // The communicator recorded every all-reduce as a comm span, and nothing else.
+    int comm_spans = 0, backward_spans = 0;
+    for (const Span& s : spans) {
+      if (s.stream == "comm") {
+        comm_spans += 1;
+        CHECK(s.name == "all_reduce");
+        CHECK(s.start_us <= s.end_us);
+      }
+      if (s.stream == "compute" && s.name.rfind("backward ", 0) == 0) backward_spans += 1;
+    }
+    CHECK(comm_spans == steps * trainer.sync().collectives_per_step());
+    CHECK(backward_spans == steps * (static_cast<int>(cfg.model.layers) + 2));
+
+    const CommOverlap o = comm_overlap(spans);
+    if (mode == DpMode::naive) {
+      // Launched after the last backward span closed, on every rank: no overlap at all.
+      CHECK(o.overlapping_spans == 0);
+      CHECK(o.hidden_us == 0.0);
+    }
+    // Overlap and bucketing launch their first all-reduce while backward has whole layers
+    // still to run; over every rank and both steps, some comm span overlaps backward compute.
+    const double overlapping = mean_over_ranks(comm, {static_cast<double>(o.overlapping_spans)})[0];
+    if (mode != DpMode::naive) CHECK(overlapping > 0);
+  }
+}
