@@ -121,6 +121,10 @@ void ProgressThread::run(Queued& q) {
     q.work->finish(std::current_exception());
   }
   current_->task_returned = true;
+  // Drop what the task captured (its tensors) before a waiter can return, so that memory the
+  // caller frees after wait() is really freed then; with requests still in flight the captures
+  // keep the buffers alive until they complete.
+  if (current_->outstanding == 0) q.task = nullptr;
   settle(*current_);
   current_.reset();
 }

@@ -1,5 +1,7 @@
 #include "model/params.hpp"
 
+#include <algorithm>
+
 #include "rng.hpp"
 
 namespace usp {
@@ -40,11 +42,25 @@ std::vector<ParamInfo> llama_param_layout(const ModelConfig& c) {
 }
 
 ParamStore::ParamStore(const ModelConfig& config, DType dtype, Device device, bool with_grads)
-    : config_(config), dtype_(dtype), infos_(llama_param_layout(config)) {
+    : ParamStore(config, dtype, device, StoreLayout{Residency::flat, with_grads ? Residency::flat : Residency::none, 1}) {}
+
+ParamStore::ParamStore(const ModelConfig& config, DType dtype, Device device, StoreLayout layout)
+    : config_(config), dtype_(dtype), infos_(llama_param_layout(config)), layout_(layout), device_(device) {
   config_.validate();
+  USP_CHECK(layout_.pad_to >= 1, "ParamStore: pad_to must be >= 1");
+  USP_CHECK(layout_.params != Residency::none, "ParamStore: parameters must be flat or per unit");
   numel_ = infos_.back().offset + infos_.back().numel;
-  flat_ = Tensor::zeros({numel_}, dtype, MemCategory::Parameter, device);
-  if (with_grads) flat_grad_ = Tensor::zeros({numel_}, dtype, MemCategory::Gradient, device);
+  for (int u = 0; u < num_units(); ++u) unit_ranges_.push_back(unit_range(u));
+  const std::int64_t padded = padded_numel();
+  // With pad_to = 1 (the default) the flat tensors are the allocations themselves, as before.
+  auto flat_pair = [&](MemCategory category, Tensor& padded_t, Tensor& view) {
+    padded_t = Tensor::zeros({padded}, dtype, category, device);
+    view = padded == numel_ ? padded_t : padded_t.view(0, {numel_});
+  };
+  if (layout_.params == Residency::flat) flat_pair(MemCategory::Parameter, padded_flat_, flat_);
+  if (layout_.grads == Residency::flat) flat_pair(MemCategory::Gradient, padded_flat_grad_, flat_grad_);
+  unit_params_.resize(static_cast<std::size_t>(num_units()));
+  unit_grads_.resize(static_cast<std::size_t>(num_units()));
 }
 
 int ParamStore::index(const std::string& name) const {
@@ -64,43 +80,168 @@ std::pair<std::int64_t, std::int64_t> ParamStore::unit_range(int unit) const {
   return {begin, end};
 }
 
+std::int64_t ParamStore::padded_numel() const {
+  return (numel_ + layout_.pad_to - 1) / layout_.pad_to * layout_.pad_to;
+}
+
+std::int64_t ParamStore::unit_padded_numel(int unit) const {
+  check_unit(unit, "unit_padded_numel");
+  const auto [begin, end] = unit_ranges_[static_cast<std::size_t>(unit)];
+  return (end - begin + layout_.pad_to - 1) / layout_.pad_to * layout_.pad_to;
+}
+
+void ParamStore::check_unit(int unit, const char* what) const {
+  USP_CHECK(unit >= 0 && unit < num_units(),
+            std::string("ParamStore::") + what + ": no unit " + std::to_string(unit) + " (the model has " +
+                std::to_string(num_units()) + ")");
+}
+
+namespace {
+
+// The view of parameter p inside the buffer of its unit, or an Error naming what is missing.
+Tensor unit_view(const std::vector<Tensor>& buffers, const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges,
+                 const ParamInfo& p, const char* what) {
+  const Tensor& buffer = buffers[static_cast<std::size_t>(p.unit)];
+  if (!buffer.defined())
+    throw Error(std::string("ParamStore: the ") + what + " of " + p.name + " are not materialized (unit " +
+                std::to_string(p.unit) + " is released; materialize it before the unit runs)");
+  return buffer.view(p.offset - ranges[static_cast<std::size_t>(p.unit)].first, p.shape);
+}
+
+}  // namespace
+
 Tensor ParamStore::param(int i) const {
   const auto& p = infos_.at(static_cast<std::size_t>(i));
+  if (layout_.params == Residency::per_unit) return unit_view(unit_params_, unit_ranges_, p, "parameters");
   return flat_.view(p.offset, p.shape);
 }
 
 Tensor ParamStore::grad(int i) const {
   USP_CHECK(has_grads(), "ParamStore::grad: this store has no gradients");
   const auto& p = infos_.at(static_cast<std::size_t>(i));
+  if (layout_.grads == Residency::per_unit) return unit_view(unit_grads_, unit_ranges_, p, "gradients");
   return flat_grad_.view(p.offset, p.shape);
 }
+
+void ParamStore::materialize_params(int unit) {
+  check_unit(unit, "materialize_params");
+  USP_CHECK(layout_.params == Residency::per_unit, "ParamStore::materialize_params: parameters are not kept per unit");
+  Tensor& b = unit_params_[static_cast<std::size_t>(unit)];
+  USP_CHECK(!b.defined(), "ParamStore::materialize_params: unit " + std::to_string(unit) + " already is");
+  b = Tensor::zeros({unit_padded_numel(unit)}, dtype_, MemCategory::Parameter, device_);
+}
+
+void ParamStore::release_params(int unit) {
+  check_unit(unit, "release_params");
+  USP_CHECK(params_materialized(unit) && layout_.params == Residency::per_unit,
+            "ParamStore::release_params: unit " + std::to_string(unit) + " is not a materialized per-unit buffer");
+  unit_params_[static_cast<std::size_t>(unit)] = Tensor();
+}
+
+bool ParamStore::params_materialized(int unit) const {
+  check_unit(unit, "params_materialized");
+  return layout_.params == Residency::flat || unit_params_[static_cast<std::size_t>(unit)].defined();
+}
+
+void ParamStore::materialize_grads(int unit) {
+  check_unit(unit, "materialize_grads");
+  USP_CHECK(layout_.grads == Residency::per_unit, "ParamStore::materialize_grads: gradients are not kept per unit");
+  Tensor& b = unit_grads_[static_cast<std::size_t>(unit)];
+  USP_CHECK(!b.defined(), "ParamStore::materialize_grads: unit " + std::to_string(unit) + " already is");
+  b = Tensor::zeros({unit_padded_numel(unit)}, dtype_, MemCategory::Gradient, device_);
+}
+
+void ParamStore::release_grads(int unit) {
+  check_unit(unit, "release_grads");
+  USP_CHECK(layout_.grads == Residency::per_unit && grads_materialized(unit),
+            "ParamStore::release_grads: unit " + std::to_string(unit) + " is not a materialized per-unit buffer");
+  unit_grads_[static_cast<std::size_t>(unit)] = Tensor();
+}
+
+bool ParamStore::grads_materialized(int unit) const {
+  check_unit(unit, "grads_materialized");
+  if (layout_.grads == Residency::none) return false;
+  return layout_.grads == Residency::flat || unit_grads_[static_cast<std::size_t>(unit)].defined();
+}
+
+Tensor& ParamStore::unit_params(int unit) {
+  check_unit(unit, "unit_params");
+  USP_CHECK(layout_.params == Residency::per_unit, "ParamStore::unit_params: parameters are flat (use padded_flat())");
+  Tensor& b = unit_params_[static_cast<std::size_t>(unit)];
+  USP_CHECK(b.defined(), "ParamStore::unit_params: unit " + std::to_string(unit) + " is not materialized");
+  return b;
+}
+
+Tensor& ParamStore::unit_grads(int unit) {
+  check_unit(unit, "unit_grads");
+  USP_CHECK(layout_.grads == Residency::per_unit, "ParamStore::unit_grads: gradients are not kept per unit");
+  Tensor& b = unit_grads_[static_cast<std::size_t>(unit)];
+  USP_CHECK(b.defined(), "ParamStore::unit_grads: unit " + std::to_string(unit) + " is not materialized");
+  return b;
+}
+
+int ParamStore::materialized_param_units() const {
+  int n = 0;
+  for (const Tensor& b : unit_params_) n += b.defined() ? 1 : 0;
+  return n;
+}
+
+namespace {
+
+// Elements [j0, j1) of parameter p by the initialisation rule, in fp32, to v[0, j1 - j0).
+void init_values(const ParamInfo& p, std::uint64_t seed, double init_std, std::int64_t j0, std::int64_t j1, float* v) {
+  if (p.is_norm) {
+    for (std::int64_t j = j0; j < j1; ++j) v[j - j0] = 1.0f;
+    return;
+  }
+  const auto key = rng::make_key(seed, rng::hash_name(p.name));
+  const float std = static_cast<float>(init_std);
+  for (std::int64_t j = j0; j < j1; ++j) v[j - j0] = rng::normal(key, static_cast<std::uint64_t>(j)) * std;
+}
+
+// dst (any float dtype, any device) = the fp32 values, rounded to dst's dtype.
+void store_values(const Tensor& values, Tensor dst) {
+  if (dst.dtype() == DType::f32) {
+    dst.copy_from(values);
+  } else {
+    Tensor narrow = Tensor::empty(values.shape(), dst.dtype(), MemCategory::Temporary);
+    convert_from_float(values.data<float>(), dst.dtype(), narrow.raw(), static_cast<std::size_t>(values.numel()));
+    dst.copy_from(narrow);
+  }
+}
+
+}  // namespace
 
 void ParamStore::init(std::uint64_t seed) {
   for (std::size_t i = 0; i < infos_.size(); ++i) {
     const auto& p = infos_[i];
     // Values are drawn in fp32 into a tracked temporary, then stored in the parameter dtype.
     Tensor values = Tensor::empty(p.shape, DType::f32, MemCategory::Temporary);
-    float* v = values.data<float>();
-    if (p.is_norm) {
-      for (std::int64_t j = 0; j < p.numel; ++j) v[j] = 1.0f;
-    } else {
-      const auto key = rng::make_key(seed, rng::hash_name(p.name));
-      const float std = static_cast<float>(config_.init_std);
-      for (std::int64_t j = 0; j < p.numel; ++j) v[j] = rng::normal(key, static_cast<std::uint64_t>(j)) * std;
-    }
-    Tensor dst = param(static_cast<int>(i));
-    if (dtype_ == DType::f32) {
-      dst.copy_from(values);
-    } else {
-      Tensor narrow = Tensor::empty(p.shape, dtype_, MemCategory::Temporary);
-      convert_from_float(v, dtype_, narrow.raw(), static_cast<std::size_t>(p.numel));
-      dst.copy_from(narrow);
-    }
+    init_values(p, seed, config_.init_std, 0, p.numel, values.data<float>());
+    store_values(values, param(static_cast<int>(i)));
+  }
+}
+
+void ParamStore::init_range(std::uint64_t seed, std::int64_t begin, std::int64_t end, Tensor& out) const {
+  USP_CHECK(0 <= begin && begin <= end && end <= numel_,
+            "ParamStore::init_range: [" + std::to_string(begin) + ", " + std::to_string(end) + ") outside the " +
+                std::to_string(numel_) + " parameters");
+  USP_CHECK(out.defined() && out.numel() >= end - begin,
+            "ParamStore::init_range: out holds fewer than " + std::to_string(end - begin) + " elements");
+  out.zero();
+  for (const auto& p : infos_) {
+    const std::int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.numel);
+    if (lo >= hi) continue;
+    Tensor values = Tensor::empty({hi - lo}, DType::f32, MemCategory::Temporary);
+    init_values(p, seed, config_.init_std, lo - p.offset, hi - p.offset, values.data<float>());
+    store_values(values, out.view(lo - begin, {hi - lo}));
   }
 }
 
 void ParamStore::zero_grad() {
-  if (has_grads()) flat_grad_.zero();
+  if (layout_.grads == Residency::flat) padded_flat_grad_.zero();
+  for (Tensor& b : unit_grads_)
+    if (b.defined()) b.zero();
 }
 
 }  // namespace usp

@@ -21,10 +21,25 @@
 // Initialisation (principle 1): element j of parameter `name` is
 //   rng::normal(seed, name, j) · init_std   for embeddings and linear weights,
 //   1                                       for norm weights,
-// so any shard initialises exactly its slice of the unsharded tensor.
+// so any shard initialises exactly its slice of the unsharded tensor (init_range).
+//
+// Layouts (chapter 05, ZeRO). By default (the constructor with `with_grads`) both buffers are
+// flat and exactly numel() long: what every chapter before 05 uses, unchanged. A StoreLayout
+// can instead
+//   * pad the buffers with zeros to a multiple of pad_to elements, so that N_d ranks split them
+//     into equal shards (ZeRO-1 pads the flat buffers; flat() stays the unpadded view), and
+//   * keep parameters and/or gradients per UNIT (0 embedding, 1..L layers, L+1 final norm +
+//     head): one buffer per unit, each padded to pad_to, allocated by materialize_*() and freed
+//     by release_*(). param(i) / grad(i) are then views into their unit's buffer and throw
+//     usp::Error while it is released. ZeRO-2 keeps gradients per unit (each reduce-scattered
+//     and freed once its backward is done); ZeRO-3 keeps parameters per unit too (gathered
+//     before a unit runs, freed after). flat() / flat_grad() are undefined tensors then.
+// The model reads weights and writes gradients only through param(i) / grad(i), so it runs on
+// any layout as long as the units it touches are materialized (ModelHooks say when).
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/config.hpp"
@@ -41,12 +56,26 @@ struct ParamInfo {
   bool is_norm = false;     // norm weights: initialised to 1, no weight decay
 };
 
+// Where a ParamStore keeps its parameters or its gradients.
+//   flat      one buffer for the whole model (the default)
+//   per_unit  one buffer per unit, present only between materialize_*() and release_*()
+//   none      not at all (gradients of an inference store)
+enum class Residency : unsigned char { flat, per_unit, none };
+
+struct StoreLayout {
+  Residency params = Residency::flat;  // flat or per_unit
+  Residency grads = Residency::flat;   // flat, per_unit or none
+  std::int64_t pad_to = 1;             // each buffer's length is a multiple of this (>= 1)
+};
+
 class ParamStore {
  public:
   // Allocates params (Parameter) and grads (Gradient) in dtype on device; grads start at zero.
-  // with_grads = false for inference (usp_eval) and for ZeRO stages that shard gradients.
+  // with_grads = false for inference (usp_eval).
   ParamStore(const ModelConfig& config, DType dtype = DType::f32, Device device = Device::cpu(),
              bool with_grads = true);
+  // Any layout. Flat buffers are allocated here (zeros); per-unit buffers start released.
+  ParamStore(const ModelConfig& config, DType dtype, Device device, StoreLayout layout);
 
   const ModelConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
@@ -57,27 +86,57 @@ class ParamStore {
   // [begin, end) element range of one unit's parameters in the flat buffers.
   std::pair<std::int64_t, std::int64_t> unit_range(int unit) const;
 
+  // The flat buffers' first numel() elements (undefined when that side is not flat).
   Tensor& flat() { return flat_; }
   const Tensor& flat() const { return flat_; }
   Tensor& flat_grad() { return flat_grad_; }
   const Tensor& flat_grad() const { return flat_grad_; }
-  bool has_grads() const { return flat_grad_.defined(); }
+  bool has_grads() const { return layout_.grads != Residency::none; }
 
   Tensor param(int i) const;   // view of parameter i, shaped
   Tensor grad(int i) const;    // view of its gradient
   Tensor param(const std::string& name) const { return param(index(name)); }
   Tensor grad(const std::string& name) const { return grad(index(name)); }
 
-  // Fills parameters by the rule above.
+  // Fills parameters by the rule above (per unit: every unit must be materialized).
   void init(std::uint64_t seed);
-  void zero_grad();
+  // Writes elements [begin, end) of the flat parameter vector, by the same rule, to
+  // out[0, end - begin) (in out's dtype) and zeros to the rest of out: a shard initialises
+  // itself without the full model ever existing. Needs no buffer of this store.
+  void init_range(std::uint64_t seed, std::int64_t begin, std::int64_t end, Tensor& out) const;
+  void zero_grad();  // flat: the whole buffer; per unit: the materialized units
+
+  // ---- layouts (see the top of this file) -----------------------------------------------------
+  const StoreLayout& layout() const { return layout_; }
+  std::int64_t padded_numel() const;               // numel() rounded up to a multiple of pad_to
+  Tensor& padded_flat() { return padded_flat_; }   // [padded_numel()]; undefined unless flat
+  Tensor& padded_flat_grad() { return padded_flat_grad_; }
+  // Elements of one unit's buffer: its parameters' count rounded up to a multiple of pad_to.
+  std::int64_t unit_padded_numel(int unit) const;
+  void materialize_params(int unit);  // allocates the unit's buffer (zeros); per_unit only
+  void release_params(int unit);
+  bool params_materialized(int unit) const;  // always true when flat
+  void materialize_grads(int unit);
+  void release_grads(int unit);
+  bool grads_materialized(int unit) const;
+  // The unit's whole buffer [unit_padded_numel(unit)] (per_unit; Error while released).
+  Tensor& unit_params(int unit);
+  Tensor& unit_grads(int unit);
+  int materialized_param_units() const;  // per_unit parameter buffers alive now
 
  private:
   ModelConfig config_;
   DType dtype_;
   std::vector<ParamInfo> infos_;
   std::int64_t numel_ = 0;
-  Tensor flat_, flat_grad_;
+  StoreLayout layout_;
+  Device device_;
+  Tensor flat_, flat_grad_;                   // [numel]: views of the padded buffers
+  Tensor padded_flat_, padded_flat_grad_;     // [padded_numel]
+  std::vector<std::pair<std::int64_t, std::int64_t>> unit_ranges_;
+  std::vector<Tensor> unit_params_, unit_grads_;  // per_unit buffers (undefined = released)
+
+  void check_unit(int unit, const char* what) const;
 };
 
 // The names and shapes above, in order, for a config (ParamStore uses it; so do checkpoints
