@@ -399,3 +399,38 @@ TEST_CASE("trace: write_trace gathers every rank's spans on rank 0", "[core][tra
     CHECK(x == expected_total);
   }
 }
+
+#if defined(USP_HAVE_MPI)
+TEST_CASE("trace: the MPI communicator records one comm span per async collective", "[core][trace][mpi]") {
+  usp::Communicator& world = usp::testing::world();
+  REQUIRE(world.backend() == "mpi");
+  TracerSession session;
+  Tracer::instance().align(world);  // its barrier records nothing: barriers move no data
+  Tracer::instance().clear();
+
+  usp::Tensor t = usp::Tensor::from_floats(std::vector<float>(1024, 1.0f), {1024});
+  const double before = Tracer::instance().now_us();
+  usp::WorkHandle h = world.all_reduce_async(t);
+  h->wait();
+  const double after = Tracer::instance().now_us();
+  world.barrier();
+
+  // The span is added before the op completes, so after wait() it is already there; it lies
+  // within [launch, wait returned] and sits on the "comm" stream, named after the op.
+  std::vector<Span> comm;
+  for (const Span& s : Tracer::instance().spans())
+    if (s.stream == "comm") comm.push_back(s);
+  REQUIRE(comm.size() == 1);
+  CHECK(comm[0].name.rfind("all_reduce", 0) == 0);
+  CHECK(comm[0].start_us >= before);
+  CHECK(comm[0].end_us <= after);
+  CHECK(comm[0].start_us <= comm[0].end_us);
+  CHECK(t.to_floats()[0] == static_cast<float>(world.size()));
+
+  // With the tracer off, the same op records nothing.
+  Tracer::instance().enable(false);
+  Tracer::instance().clear();
+  world.all_reduce_async(t)->wait();
+  CHECK(Tracer::instance().spans().empty());
+}
+#endif
