@@ -15,7 +15,6 @@ what makes them overtake the model states as s grows.
     python3 plots/ch01_memory_vs_seq.py --in memory_vs_seq.csv
 """
 import argparse
-import csv
 import os
 import sys
 
@@ -24,32 +23,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
+
 CSV_NAME = "memory_vs_seq.csv"
-CATEGORIES = [  # (CSV column, legend label, colour), bottom to top
-    ("parameters_bytes", "parameters", "tab:blue"),
-    ("gradients_bytes", "gradients", "tab:orange"),
-    ("optimizer_bytes", "optimizer states", "tab:green"),
-    ("activations_bytes", "activations", "tab:red"),
-]
-REQUIRED = ["model", "num_parameters", "seq", "mbs", "recompute", "precision", "dp", "zero", "tp", "cp", "pp"] + [
-    c[0] for c in CATEGORIES]
-GIB = float(1 << 30)
-
-
-def csv_path(arg):
-    """--in is the CSV itself or the folder holding it."""
-    return os.path.join(arg, CSV_NAME) if os.path.isdir(arg) else arg
-
-
-def read_rows(path):
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (write it with: usp_calc --sweep memory_vs_seq --csv {path})")
-    if not rows or any(k not in rows[0] for k in REQUIRED):
-        sys.exit(f"{path}: expected the calculator's sweep columns ({','.join(REQUIRED)})")
-    return rows
 
 
 def selected(rows):
@@ -74,8 +50,8 @@ def main():
     ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch01_memory_vs_seq.png")
     args = ap.parse_args()
 
-    path = csv_path(args.src)
-    by_model = selected(read_rows(path))
+    path = csv_path(args.src, CSV_NAME)
+    by_model = selected(read_rows(path, "memory_vs_seq"))
     if not by_model:
         sys.exit(f"{path}: no rows with mixed precision, no recomputation and a single rank")
 

@@ -16,7 +16,6 @@ on the axis as the playbook does.
     python3 plots/ch05_zero_memory.py --in zero_memory.csv
 """
 import argparse
-import csv
 import os
 import sys
 
@@ -26,33 +25,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
+
 CSV_NAME = "zero_memory.csv"
-CATEGORIES = [  # (CSV column, legend label, colour), bottom to top
-    ("parameters_bytes", "parameters", "tab:blue"),
-    ("gradients_bytes", "gradients", "tab:orange"),
-    ("optimizer_bytes", "optimizer states", "tab:green"),
-    ("activations_bytes", "activations", "tab:red"),
-]
 STAGES = ["DP", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
-REQUIRED = ["model", "num_parameters", "seq", "recompute", "precision", "dp", "zero", "tp", "cp", "pp"] + [
-    c[0] for c in CATEGORIES]
-GIB = float(1 << 30)
-
-
-def csv_path(arg):
-    """--in is the CSV itself or the folder holding it."""
-    return os.path.join(arg, CSV_NAME) if os.path.isdir(arg) else arg
-
-
-def read_rows(path):
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (write it with: usp_calc --sweep zero --csv {path})")
-    if not rows or any(k not in rows[0] for k in REQUIRED):
-        sys.exit(f"{path}: expected the calculator's sweep columns ({','.join(REQUIRED)})")
-    return rows
 
 
 def selected(rows):
@@ -77,8 +53,8 @@ def main():
     ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch05_zero_memory.png")
     args = ap.parse_args()
 
-    path = csv_path(args.src)
-    model, dp, table = selected(read_rows(path))
+    path = csv_path(args.src, CSV_NAME)
+    model, dp, table = selected(read_rows(path, "zero"))
     if not table:
         sys.exit(f"{path}: no rows with dp > 1, mixed precision and no recomputation")
 
