@@ -78,6 +78,14 @@ void causal_probs_block(const float* q, std::int64_t ldq, const float* k, std::i
   }
 }
 
+// probs, when given, is [B, H, T, T] of a float dtype; true when it is f32 (used in place).
+bool check_probs(const char* op, const Tensor& probs, const Dims& dm) {
+  if (!probs.defined()) return false;
+  check_float(op, "probs", probs);
+  check_shape(op, "probs", probs, {dm.b, dm.h, dm.t, dm.t});
+  return probs.dtype() == DType::f32;
+}
+
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& probs) {
@@ -86,11 +94,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
   const Dims dm = check_qkv(op, q, k, v);
   check_float(op, "out", out);
   check_shape(op, "out", out, q.shape());
-  const bool probs_f32 = probs.defined() && probs.dtype() == DType::f32;
-  if (probs.defined()) {
-    check_float(op, "probs", probs);
-    check_shape(op, "probs", probs, {dm.b, dm.h, dm.t, dm.t});
-  }
+  const bool probs_f32 = check_probs(op, probs, dm);
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
   const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 
@@ -136,11 +140,7 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
   check_shape(op, "dk", dk, k.shape());
   check_float(op, "dv", dv);
   check_shape(op, "dv", dv, k.shape());
-  const bool probs_f32 = probs.defined() && probs.dtype() == DType::f32;
-  if (probs.defined()) {
-    check_float(op, "probs", probs);
-    check_shape(op, "probs", probs, {dm.b, dm.h, dm.t, dm.t});
-  }
+  const bool probs_f32 = check_probs(op, probs, dm);
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
   const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 

@@ -20,19 +20,26 @@ void check_tokens(const char* op, const std::int32_t* tok, std::int64_t n, std::
       throw Error(std::string("ops::") + op + ": token " + std::to_string(tok[i]) + " at position " +
                   std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
 }
+
+// tokens [N] i32 in [0, V), table [V, C] and rows [N, C] of float dtypes, all on the CPU.
+void check_lookup(const char* op, const Tensor& tokens, const char* table_name, const Tensor& table,
+                  const char* rows_name, const Tensor& rows) {
+  require_cpu(op, {&tokens, &table, &rows});
+  check_i32(op, "tokens", tokens);
+  check_float(op, table_name, table);
+  check_float(op, rows_name, rows);
+  USP_CHECK(table.ndim() == 2, std::string("ops::") + op + ": " + table_name + " is " + shape_str(table.shape()) +
+                                   ", expected [V, C]");
+  check_rows(op, rows_name, rows, tokens.numel(), table.dim(1));
+  check_tokens(op, tokens.data<std::int32_t>(), tokens.numel(), table.dim(0));
+}
 }  // namespace
 
 void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) {
   const char* op = "embedding_forward";
-  require_cpu(op, {&tokens, &table, &out});
-  check_i32(op, "tokens", tokens);
-  check_float(op, "table", table);
-  check_float(op, "out", out);
-  USP_CHECK(table.ndim() == 2, "ops::embedding_forward: table is " + shape_str(table.shape()) + ", expected [V, C]");
-  const std::int64_t vocab = table.dim(0), c = table.dim(1), n = tokens.numel();
-  check_rows(op, "out", out, n, c);
+  check_lookup(op, tokens, "table", table, "out", out);
+  const std::int64_t c = table.dim(1), n = tokens.numel();
   const std::int32_t* tok = tokens.data<std::int32_t>();
-  check_tokens(op, tok, n, vocab);
 
   // Same dtype: the row's bytes (for bf16 exactly what widening then rounding would give).
   // Different dtypes: one row converted at a time, no scratch.
@@ -55,15 +62,9 @@ void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) {
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, Tensor& dtable) {
   const char* op = "embedding_backward";
-  require_cpu(op, {&tokens, &dout, &dtable});
-  check_i32(op, "tokens", tokens);
-  check_float(op, "dout", dout);
-  check_float(op, "dtable", dtable);
-  USP_CHECK(dtable.ndim() == 2, "ops::embedding_backward: dtable is " + shape_str(dtable.shape()) + ", expected [V, C]");
-  const std::int64_t vocab = dtable.dim(0), c = dtable.dim(1), n = tokens.numel();
-  check_rows(op, "dout", dout, n, c);
+  check_lookup(op, tokens, "dtable", dtable, "dout", dout);
+  const std::int64_t c = dtable.dim(1), n = tokens.numel();
   const std::int32_t* tok = tokens.data<std::int32_t>();
-  check_tokens(op, tok, n, vocab);
 
   FloatIn df(dout);
   FloatOut tf(dtable, true);

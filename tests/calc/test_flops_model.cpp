@@ -6,6 +6,7 @@
 
 #include "calc/flops_model.hpp"
 #include "model/model.hpp"
+#include "calc_fixtures.hpp"
 
 using namespace usp;
 using namespace usp::calc;
@@ -63,15 +64,7 @@ TEST_CASE("the 6N rule against the FLOPs the course's model counts", "[calc][flo
   // plus attention over the full T² (the same convention). The 6N rule also counts the
   // embedding lookup and the RMSNorm weights as if they were matmul weights: exactly
   // 6·(v·h + 2·L·h + h) per token more (untied head). Selective recompute redoes q·kᵀ: equal.
-  ModelConfig cfg;
-  cfg.name = "calc-flops";
-  cfg.vocab = 23;
-  cfg.hidden = 24;
-  cfg.layers = 2;
-  cfg.heads = 6;
-  cfg.kv_heads = 2;
-  cfg.ffn = 40;
-  cfg.max_seq = 64;
+  const ModelConfig cfg = small_gqa_model("calc-flops");
   const std::int64_t B = 2, T = 11, tokens = B * T;
   Tensor in = Tensor::empty({B, T}, DType::i32);
   for (std::int64_t i = 0; i < tokens; ++i) in.data<std::int32_t>()[i] = static_cast<std::int32_t>((5 * i + 1) % cfg.vocab);

@@ -10,6 +10,7 @@
 #include "calc/memory_model.hpp"
 #include "error.hpp"
 #include "model/model.hpp"
+#include "calc_fixtures.hpp"
 
 using namespace usp;
 using namespace usp::calc;
@@ -239,16 +240,7 @@ TEST_CASE("recomputation: none > selective = 34·s·b·h·L > full = 2·s·b·h�
 
 TEST_CASE("this course's layer: the calculator's count equals what the model declares and measures",
           "[calc][course]") {
-  // A small GQA shape with sizes that are not powers of two, so every term is visible.
-  ModelConfig cfg;
-  cfg.name = "calc-check";
-  cfg.vocab = 23;
-  cfg.hidden = 24;
-  cfg.layers = 2;
-  cfg.heads = 6;
-  cfg.kv_heads = 2;
-  cfg.ffn = 40;
-  cfg.max_seq = 64;
+  const ModelConfig cfg = small_gqa_model("calc-check");
   const std::int64_t B = 2, T = 11;
   Tensor tokens = Tensor::empty({B, T}, DType::i32);
   for (std::int64_t i = 0; i < B * T; ++i)
