@@ -18,15 +18,15 @@
 #include <exception>
 #include <vector>
 
-#include "cli.hpp"
-#include "data/dataset.hpp"
-#include "error.hpp"
-#include "json.hpp"
-#include "model/config.hpp"
-#include "model/model.hpp"
-#include "model/params.hpp"
-#include "optim/adamw.hpp"
-#include "tensor.hpp"
+#include "common/cli.hpp"
+#include "common/data/dataset.hpp"
+#include "common/error.hpp"
+#include "common/json.hpp"
+#include "common/model/config.hpp"
+#include "common/model/model.hpp"
+#include "common/model/params.hpp"
+#include "common/optim/adamw.hpp"
+#include "common/tensor.hpp"
 
 using namespace usp;
 

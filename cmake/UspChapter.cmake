@@ -28,13 +28,11 @@ function(usp_chapter nn name)
   endif()
   if(NOT CH_NO_EXERCISES)
     add_library(usp_ch${nn}_impl STATIC ${impl_sources})
-    target_include_directories(usp_ch${nn}_impl PUBLIC ${PROJECT_SOURCE_DIR}/chapters/${dir})
     target_link_libraries(usp_ch${nn}_impl PUBLIC usp_core ${CH_LIBS})
     usp_warnings(usp_ch${nn}_impl)
   else()
     # A chapter without exercises: the library only carries the include path and the links.
     add_library(usp_ch${nn}_impl INTERFACE)
-    target_include_directories(usp_ch${nn}_impl INTERFACE ${PROJECT_SOURCE_DIR}/chapters/${dir})
     target_link_libraries(usp_ch${nn}_impl INTERFACE usp_core ${CH_LIBS})
   endif()
 

@@ -1,11 +1,11 @@
-#include "cli.hpp"
+#include "common/cli.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
-#include "error.hpp"
-#include "json.hpp"
+#include "common/error.hpp"
+#include "common/json.hpp"
 
 namespace usp {
 

@@ -2,8 +2,8 @@
 // one fails with a message that names the cause (the build), not a symptom.
 #include <string>
 
-#include "cuda_support.hpp"
-#include "error.hpp"
+#include "common/cuda_support.hpp"
+#include "common/error.hpp"
 
 namespace usp::cuda {
 namespace {

@@ -1,7 +1,7 @@
-#include "device.hpp"
+#include "common/device.hpp"
 
-#include "cuda_support.hpp"
-#include "error.hpp"
+#include "common/cuda_support.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

@@ -1,6 +1,6 @@
-#include "dtype.hpp"
+#include "common/dtype.hpp"
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

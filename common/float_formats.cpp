@@ -1,12 +1,12 @@
 // convert_to_float / convert_from_float (declared in dtype.hpp): loops over the element codecs
 // of float_formats.hpp, so a buffer converts exactly as a CUDA kernel using them would.
-#include "float_formats.hpp"
+#include "common/float_formats.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 namespace {

@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "dtype.hpp"
-#include "error.hpp"
-#include "hostdevice.hpp"
+#include "common/dtype.hpp"
+#include "common/error.hpp"
+#include "common/hostdevice.hpp"
 
 namespace usp {
 

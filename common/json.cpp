@@ -1,11 +1,11 @@
-#include "json.hpp"
+#include "common/json.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

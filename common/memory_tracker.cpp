@@ -1,4 +1,4 @@
-#include "memory_tracker.hpp"
+#include "common/memory_tracker.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -8,8 +8,8 @@
 #include <malloc.h>
 #endif
 
-#include "cuda_support.hpp"
-#include "error.hpp"
+#include "common/cuda_support.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

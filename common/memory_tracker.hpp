@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "device.hpp"
+#include "common/device.hpp"
 
 namespace usp {
 

@@ -5,12 +5,12 @@
 //   rank = c[o0] + s[o0] * (c[o1] + s[o1] * (c[o2] + s[o2] * c[o3]))
 // where o0..o3 is the order and s the sizes. With the default "tp-cp-dp-pp" the tp peers are
 // consecutive ranks and the pipeline stages are world/pp ranks apart.
-#include "mesh.hpp"
+#include "common/mesh.hpp"
 
 #include <cstdint>
 #include <sstream>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

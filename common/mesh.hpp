@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.hpp"
+#include "common/comm/communicator.hpp"
 
 namespace usp {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "hostdevice.hpp"
+#include "common/hostdevice.hpp"
 
 namespace usp::rng {
 

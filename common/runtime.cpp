@@ -1,13 +1,13 @@
-#include "runtime.hpp"
+#include "common/runtime.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
-#include "comm/backends.hpp"
-#include "cuda_support.hpp"
-#include "error.hpp"
+#include "common/comm/backends.hpp"
+#include "common/cuda_support.hpp"
+#include "common/error.hpp"
 
 #if defined(USP_HAVE_MPI)
 #include <mpi.h>
@@ -130,6 +130,23 @@ void Runtime::agree(const std::function<void()>& step) {
     if (who == rank_) std::cerr << "error: " << message << std::endl;
     throw CollectiveExit{2};
   }
+}
+
+std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) {
+  std::string message;
+  try {
+    part();
+  } catch (const NotImplemented& e) {
+    message = e.what();
+  }
+  Tensor count = Tensor::empty({1}, DType::i32);
+  count.data<std::int32_t>()[0] = message.empty() ? 0 : 1;
+  world_->all_reduce(count, ReduceOp::sum);
+  const int throwers = count.data<std::int32_t>()[0];
+  if (throwers != 0 && throwers != size_)
+    throw Error("an exercise threw NotImplemented on " + std::to_string(throwers) + " of " + std::to_string(size_) +
+                " ranks only" + (message.empty() ? std::string() : ": " + message));
+  return message;
 }
 
 bool Runtime::parse(Cli& cli, int argc, const char* const* argv) {

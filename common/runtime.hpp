@@ -19,8 +19,8 @@
 #include <memory>
 #include <string>
 
-#include "cli.hpp"
-#include "comm/communicator.hpp"
+#include "common/cli.hpp"
+#include "common/comm/communicator.hpp"
 
 namespace usp {
 
@@ -56,6 +56,11 @@ class Runtime {
   void require(bool cond, const std::string& message);
   // Runs step on every rank; a UsageError thrown on any rank stops the job as in require.
   void agree(const std::function<void()>& step);
+  // Runs a part of a chapter that calls an exercise. Returns "" when it completed on every rank;
+  // when the exercise stub throws NotImplemented on every rank, returns its message on every
+  // rank (the part is skipped together). A NotImplemented on some ranks only is a bug in the
+  // exercise: the job ends with a message naming those ranks, never a rank left waiting.
+  std::string skip_if_not_implemented(const std::function<void()>& part);
 
   // Aborts every rank of the job with code (MPI_Abort); prints nothing itself.
   [[noreturn]] void abort(int code);

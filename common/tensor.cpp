@@ -1,9 +1,9 @@
-#include "tensor.hpp"
+#include "common/tensor.hpp"
 
 #include <cstring>
 #include <sstream>
 
-#include "cuda_support.hpp"
+#include "common/cuda_support.hpp"
 
 namespace usp {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "device.hpp"
-#include "dtype.hpp"
-#include "error.hpp"
-#include "memory_tracker.hpp"
+#include "common/device.hpp"
+#include "common/dtype.hpp"
+#include "common/error.hpp"
+#include "common/memory_tracker.hpp"
 
 namespace usp {
 

@@ -1,6 +1,6 @@
 // Trace: the per-rank span recorder, its two text forms (CSV for the plot scripts, Chrome
 // trace JSON for Perfetto) and the collective that brings every rank's spans to rank 0.
-#include "trace.hpp"
+#include "common/trace.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -10,10 +10,10 @@
 #include <map>
 #include <utility>
 
-#include "comm/communicator.hpp"
-#include "error.hpp"
-#include "json.hpp"
-#include "tensor.hpp"
+#include "common/comm/communicator.hpp"
+#include "common/error.hpp"
+#include "common/json.hpp"
+#include "common/tensor.hpp"
 
 namespace usp {
 

@@ -14,13 +14,13 @@
 #include <iostream>
 #include <string>
 
-#include "calc/flops_model.hpp"
-#include "calc/memory_model.hpp"
-#include "calc/memory_sweep.hpp"
-#include "calc/training_setup.hpp"
-#include "cli.hpp"
-#include "error.hpp"
-#include "json.hpp"
+#include "common/calc/flops_model.hpp"
+#include "common/calc/memory_model.hpp"
+#include "common/calc/memory_sweep.hpp"
+#include "common/calc/training_setup.hpp"
+#include "common/cli.hpp"
+#include "common/error.hpp"
+#include "common/json.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "bandwidth_sweep.hpp"
+#include "chapters/00_collectives/bandwidth_sweep.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include "common/comm/comm_volume.hpp"
 #include "common/error.hpp"
 #include "common/json.hpp"
-#include "ring_allreduce.hpp"
+#include "chapters/00_collectives/ring_allreduce.hpp"
 
 namespace usp::ch00 {
 

@@ -1,4 +1,4 @@
-#include "demos.hpp"
+#include "chapters/00_collectives/demos.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "bandwidth_sweep.hpp"
+#include "chapters/00_collectives/bandwidth_sweep.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
-#include "demos.hpp"
-#include "ring_allreduce.hpp"
+#include "chapters/00_collectives/demos.hpp"
+#include "chapters/00_collectives/ring_allreduce.hpp"
 
 namespace {
 

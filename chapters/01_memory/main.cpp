@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "activation_bytes.hpp"
+#include "chapters/01_memory/activation_bytes.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/calc/memory_sweep.hpp"
 #include "common/data/dataset.hpp"
@@ -28,7 +28,7 @@
 #include "common/runtime.hpp"
 #include "common/train/training_flags.hpp"
 #include "common/train/training_summary.hpp"
-#include "memory_report.hpp"
+#include "chapters/01_memory/memory_report.hpp"
 
 namespace {
 

@@ -1,9 +1,9 @@
-#include "memory_report.hpp"
+#include "chapters/01_memory/memory_report.hpp"
 
 #include <cstdio>
 #include <fstream>
 
-#include "activation_bytes.hpp"
+#include "chapters/01_memory/activation_bytes.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/json.hpp"
 

@@ -23,7 +23,7 @@
 #include "common/json.hpp"
 #include "common/runtime.hpp"
 #include "common/train/training_summary.hpp"
-#include "recompute_measurement.hpp"
+#include "chapters/02_recomputation/recompute_measurement.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "recompute_measurement.hpp"
+#include "chapters/02_recomputation/recompute_measurement.hpp"
 
 #include <algorithm>
 #include <chrono>

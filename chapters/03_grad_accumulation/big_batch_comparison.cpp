@@ -1,4 +1,4 @@
-#include "big_batch_comparison.hpp"
+#include "chapters/03_grad_accumulation/big_batch_comparison.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "accumulation.hpp"
+#include "chapters/03_grad_accumulation/accumulation.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch03 {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "accumulation.hpp"
-#include "big_batch_comparison.hpp"
+#include "chapters/03_grad_accumulation/accumulation.hpp"
+#include "chapters/03_grad_accumulation/big_batch_comparison.hpp"
 #include "common/io/checkpoint.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "bucket_plan.hpp"
+#include "chapters/04_data_parallel/bucket_plan.hpp"
 #include "common/comm/communicator.hpp"
 
 namespace usp::ch04 {

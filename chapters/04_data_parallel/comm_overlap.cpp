@@ -1,9 +1,9 @@
-#include "comm_overlap.hpp"
+#include "chapters/04_data_parallel/comm_overlap.hpp"
 
 #include <algorithm>
 #include <utility>
 
-#include "unit_spans.hpp"
+#include "chapters/04_data_parallel/unit_spans.hpp"
 
 namespace usp::ch04 {
 

@@ -1,4 +1,4 @@
-#include "dp_comparison.hpp"
+#include "chapters/04_data_parallel/dp_comparison.hpp"
 
 #include "common/trace.hpp"
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "comm_overlap.hpp"
+#include "chapters/04_data_parallel/comm_overlap.hpp"
 #include "common/memory_tracker.hpp"
-#include "dp_trainer.hpp"
+#include "chapters/04_data_parallel/dp_trainer.hpp"
 
 namespace usp::ch04 {
 

@@ -1,11 +1,11 @@
-#include "dp_trainer.hpp"
+#include "chapters/04_data_parallel/dp_trainer.hpp"
 
 #include <bit>
 #include <chrono>
 
 #include "common/trace.hpp"
 #include "common/train/training_summary.hpp"
-#include "unit_spans.hpp"
+#include "chapters/04_data_parallel/unit_spans.hpp"
 
 namespace usp::ch04 {
 

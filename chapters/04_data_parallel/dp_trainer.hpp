@@ -16,7 +16,7 @@
 #include "common/data/dataset.hpp"
 #include "common/optim/adamw.hpp"
 #include "common/train/training_flags.hpp"
-#include "gradient_sync.hpp"
+#include "chapters/04_data_parallel/gradient_sync.hpp"
 
 namespace usp::ch04 {
 

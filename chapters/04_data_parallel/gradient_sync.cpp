@@ -1,4 +1,4 @@
-#include "gradient_sync.hpp"
+#include "chapters/04_data_parallel/gradient_sync.hpp"
 
 #include "common/error.hpp"
 

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "bucket_launch.hpp"
-#include "bucket_plan.hpp"
+#include "chapters/04_data_parallel/bucket_launch.hpp"
+#include "chapters/04_data_parallel/bucket_plan.hpp"
 #include "common/comm/communicator.hpp"
 #include "common/model/model.hpp"
 

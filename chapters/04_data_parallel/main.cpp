@@ -30,7 +30,7 @@
 #include "common/json.hpp"
 #include "common/runtime.hpp"
 #include "common/train/training_summary.hpp"
-#include "dp_comparison.hpp"
+#include "chapters/04_data_parallel/dp_comparison.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "unit_spans.hpp"
+#include "chapters/04_data_parallel/unit_spans.hpp"
 
 #include <memory>
 #include <vector>

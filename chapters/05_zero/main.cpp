@@ -32,7 +32,7 @@
 #include "common/json.hpp"
 #include "common/runtime.hpp"
 #include "common/train/training_summary.hpp"
-#include "stage_run.hpp"
+#include "chapters/05_zero/stage_run.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Running and measuring one ZeRO configuration (see stage_run.hpp).
-#include "stage_run.hpp"
+#include "chapters/05_zero/stage_run.hpp"
 
 #include <algorithm>
 #include <chrono>

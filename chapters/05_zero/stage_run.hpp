@@ -11,8 +11,8 @@
 #include "common/memory_tracker.hpp"
 #include "common/trace.hpp"
 #include "common/train/training_flags.hpp"
-#include "state_bytes.hpp"
-#include "zero_trainer.hpp"
+#include "chapters/05_zero/state_bytes.hpp"
+#include "chapters/05_zero/zero_trainer.hpp"
 
 namespace usp::ch05 {
 

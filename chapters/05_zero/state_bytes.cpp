@@ -1,11 +1,11 @@
 // The per-rank state of each ZeRO stage, counted from the model's layout (see state_bytes.hpp).
-#include "state_bytes.hpp"
+#include "chapters/05_zero/state_bytes.hpp"
 
 #include <vector>
 
 #include "common/error.hpp"
 #include "common/model/params.hpp"
-#include "shard_layout.hpp"
+#include "chapters/05_zero/shard_layout.hpp"
 
 namespace usp::ch05 {
 

@@ -1,5 +1,5 @@
 // The ZeRO-2/3 per-unit plan (see unit_schedule.hpp for the rules).
-#include "unit_schedule.hpp"
+#include "chapters/05_zero/unit_schedule.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -15,7 +15,7 @@
 #include "common/comm/communicator.hpp"
 #include "common/model/params.hpp"
 #include "common/optim/adamw.hpp"
-#include "shard_layout.hpp"
+#include "chapters/05_zero/shard_layout.hpp"
 
 namespace usp::ch05 {
 

@@ -1,12 +1,12 @@
 // The ZeRO stages (see zero_trainer.hpp): setup of what each rank keeps, the hooks that run the
 // per-unit plan inside forward and backward, and the optimizer step of each stage.
-#include "zero_trainer.hpp"
+#include "chapters/05_zero/zero_trainer.hpp"
 
 #include <algorithm>
 
 #include "common/ops/ops.hpp"
 #include "common/trace.hpp"
-#include "zero1_step.hpp"
+#include "chapters/05_zero/zero1_step.hpp"
 
 namespace usp::ch05 {
 

@@ -40,8 +40,8 @@
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
 #include "common/train/training_flags.hpp"
-#include "shard_layout.hpp"
-#include "unit_schedule.hpp"
+#include "chapters/05_zero/shard_layout.hpp"
+#include "chapters/05_zero/unit_schedule.hpp"
 
 namespace usp::ch05 {
 

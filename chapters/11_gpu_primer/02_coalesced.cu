@@ -8,10 +8,10 @@
 // Same arithmetic as rung 01 (2 global loads per FMA); only the memory traffic changes.
 #include <cuda_runtime.h>
 
-#include "coalesced.hpp"
+#include "chapters/11_gpu_primer/coalesced.hpp"
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/streams.hpp"
-#include "cpu_checks.hpp"
+#include "chapters/11_gpu_primer/cpu_checks.hpp"
 #include "kernels/matmul/epilogue.hpp"
 
 namespace usp::ch11 {

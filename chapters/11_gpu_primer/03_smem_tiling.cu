@@ -13,9 +13,9 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/streams.hpp"
-#include "cpu_checks.hpp"
+#include "chapters/11_gpu_primer/cpu_checks.hpp"
 #include "kernels/matmul/epilogue.hpp"
-#include "smem_tiling.hpp"
+#include "chapters/11_gpu_primer/smem_tiling.hpp"
 
 namespace usp::ch11 {
 namespace {

@@ -1,13 +1,13 @@
 // The launchers' CPU checks of exercises 11.1 and 11.2 (cpu_checks.hpp).
-#include "cpu_checks.hpp"
+#include "chapters/11_gpu_primer/cpu_checks.hpp"
 
 #include <string>
 #include <vector>
 
-#include "coalesced.hpp"
+#include "chapters/11_gpu_primer/coalesced.hpp"
 #include "common/error.hpp"
 #include "kernels/matmul/reference.hpp"
-#include "smem_emulation.hpp"
+#include "chapters/11_gpu_primer/smem_emulation.hpp"
 
 namespace usp::ch11 {
 

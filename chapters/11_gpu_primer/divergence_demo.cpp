@@ -1,5 +1,5 @@
 // The control-divergence demonstration (divergence_demo.hpp).
-#include "divergence_demo.hpp"
+#include "chapters/11_gpu_primer/divergence_demo.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include "common/error.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
-#include "event_timer.hpp"
+#include "chapters/11_gpu_primer/event_timer.hpp"
 #include "kernels/divergence/branch_work.hpp"
 #include "kernels/divergence/divergence_kernels.hpp"
 

@@ -1,5 +1,5 @@
 // CUDA-event timing (event_timer.hpp).
-#include "event_timer.hpp"
+#include "chapters/11_gpu_primer/event_timer.hpp"
 
 #include <cuda_runtime.h>
 

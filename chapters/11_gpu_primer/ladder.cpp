@@ -1,14 +1,14 @@
 // The ladder's table (ladder.hpp). The launchers exist only in CUDA builds; the names, files and
 // ideas are there in every build (ch11_gpu_primer --list prints them).
-#include "ladder.hpp"
+#include "chapters/11_gpu_primer/ladder.hpp"
 
 #include "common/error.hpp"
 
 #if defined(USP_HAVE_CUDA)
-#include "coalesced.hpp"
+#include "chapters/11_gpu_primer/coalesced.hpp"
 #include "kernels/matmul/cublas_baseline.hpp"
 #include "kernels/matmul/rungs.hpp"
-#include "smem_tiling.hpp"
+#include "chapters/11_gpu_primer/smem_tiling.hpp"
 #define USP_LAUNCHER(f) (f)
 #else
 #define USP_LAUNCHER(f) nullptr

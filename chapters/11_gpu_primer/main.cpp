@@ -22,11 +22,11 @@
 #include "common/json.hpp"
 #include "common/runtime.hpp"
 #include "kernels/matmul/reference.hpp"
-#include "ladder.hpp"
+#include "chapters/11_gpu_primer/ladder.hpp"
 
 #if defined(USP_HAVE_CUDA)
-#include "divergence_demo.hpp"
-#include "sweep.hpp"
+#include "chapters/11_gpu_primer/divergence_demo.hpp"
+#include "chapters/11_gpu_primer/sweep.hpp"
 #endif
 
 namespace {

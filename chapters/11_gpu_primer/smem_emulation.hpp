@@ -12,7 +12,7 @@
 
 #include "kernels/matmul/epilogue.hpp"
 #include "kernels/matmul/gemm.hpp"
-#include "smem_tiling.hpp"
+#include "chapters/11_gpu_primer/smem_tiling.hpp"
 
 namespace usp::ch11 {
 

@@ -1,5 +1,5 @@
 // The matmul sweep (sweep.hpp).
-#include "sweep.hpp"
+#include "chapters/11_gpu_primer/sweep.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -9,10 +9,10 @@
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
 #include "common/tensor.hpp"
-#include "event_timer.hpp"
+#include "chapters/11_gpu_primer/event_timer.hpp"
 #include "kernels/matmul/reference.hpp"
-#include "ladder.hpp"
-#include "problem_data.hpp"
+#include "chapters/11_gpu_primer/ladder.hpp"
+#include "chapters/11_gpu_primer/problem_data.hpp"
 
 namespace usp::ch11 {
 namespace {

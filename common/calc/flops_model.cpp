@@ -1,4 +1,4 @@
-#include "calc/flops_model.hpp"
+#include "common/calc/flops_model.hpp"
 
 namespace usp::calc {
 

@@ -14,7 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#include "calc/training_setup.hpp"
+#include "common/calc/training_setup.hpp"
 
 namespace usp::calc {
 

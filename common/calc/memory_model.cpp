@@ -1,6 +1,6 @@
-#include "calc/memory_model.hpp"
+#include "common/calc/memory_model.hpp"
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp::calc {
 

@@ -36,8 +36,8 @@
 #pragma once
 #include <cstdint>
 
-#include "calc/training_setup.hpp"
-#include "model/config.hpp"
+#include "common/calc/training_setup.hpp"
+#include "common/model/config.hpp"
 
 namespace usp::calc {
 

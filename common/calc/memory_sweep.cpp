@@ -1,10 +1,10 @@
-#include "calc/memory_sweep.hpp"
+#include "common/calc/memory_sweep.hpp"
 
 #include <fstream>
 #include <sstream>
 
-#include "error.hpp"
-#include "json.hpp"
+#include "common/error.hpp"
+#include "common/json.hpp"
 
 namespace usp::calc {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "calc/memory_model.hpp"
-#include "calc/training_setup.hpp"
+#include "common/calc/memory_model.hpp"
+#include "common/calc/training_setup.hpp"
 
 namespace usp::calc {
 

@@ -1,6 +1,6 @@
-#include "calc/training_setup.hpp"
+#include "common/calc/training_setup.hpp"
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp::calc {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/config.hpp"
+#include "common/model/config.hpp"
 
 namespace usp::calc {
 

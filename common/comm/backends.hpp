@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "communicator.hpp"
+#include "common/comm/communicator.hpp"
 
 namespace usp {
 

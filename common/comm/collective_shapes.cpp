@@ -1,8 +1,8 @@
-#include "collective_shapes.hpp"
+#include "common/comm/collective_shapes.hpp"
 
 #include <string>
 
-#include "../error.hpp"
+#include "common/error.hpp"
 
 namespace usp::collective_shapes {
 

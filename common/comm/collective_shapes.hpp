@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../tensor.hpp"
+#include "common/tensor.hpp"
 
 namespace usp::collective_shapes {
 

@@ -1,6 +1,6 @@
-#include "comm_volume.hpp"
+#include "common/comm/comm_volume.hpp"
 
-#include "../error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

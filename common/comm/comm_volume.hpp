@@ -18,7 +18,7 @@
 #pragma once
 #include <cstdint>
 
-#include "communicator.hpp"
+#include "common/comm/communicator.hpp"
 
 namespace usp {
 

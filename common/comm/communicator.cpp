@@ -2,12 +2,12 @@
 // and the sendrecv ring step. Backends call the checks on the issuing thread, before anything
 // is queued or sent, so a bad argument fails on the rank that passed it without leaving a
 // half-started op behind.
-#include "communicator.hpp"
+#include "common/comm/communicator.hpp"
 
 #include <exception>
 #include <string>
 
-#include "../error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

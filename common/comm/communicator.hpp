@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "../tensor.hpp"
+#include "common/tensor.hpp"
 
 namespace usp {
 

@@ -1,4 +1,4 @@
-#include "mpi_call.hpp"
+#include "common/comm/mpi_call.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <iostream>
 #include <string>
 
-#include "../error.hpp"
+#include "common/error.hpp"
 
 namespace usp::mpi {
 namespace {

@@ -1,4 +1,4 @@
-#include "mpi_communicator.hpp"
+#include "common/comm/mpi_communicator.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,12 +6,12 @@
 #include <string>
 #include <utility>
 
-#include "../error.hpp"
-#include "backends.hpp"
-#include "collective_shapes.hpp"
-#include "comm_volume.hpp"
-#include "mpi_call.hpp"
-#include "mpi_dtypes.hpp"
+#include "common/error.hpp"
+#include "common/comm/backends.hpp"
+#include "common/comm/collective_shapes.hpp"
+#include "common/comm/comm_volume.hpp"
+#include "common/comm/mpi_call.hpp"
+#include "common/comm/mpi_dtypes.hpp"
 
 namespace usp {
 namespace {

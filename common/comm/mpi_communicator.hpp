@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "communicator.hpp"
-#include "mpi_progress.hpp"
+#include "common/comm/communicator.hpp"
+#include "common/comm/mpi_progress.hpp"
 
 namespace usp {
 

@@ -1,4 +1,4 @@
-#include "mpi_dtypes.hpp"
+#include "common/comm/mpi_dtypes.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,8 +6,8 @@
 #include <mutex>
 #include <string>
 
-#include "../error.hpp"
-#include "mpi_call.hpp"
+#include "common/error.hpp"
+#include "common/comm/mpi_call.hpp"
 
 namespace usp::mpi {
 namespace {

@@ -15,8 +15,8 @@
 
 #include <cstdint>
 
-#include "../dtype.hpp"
-#include "communicator.hpp"
+#include "common/dtype.hpp"
+#include "common/comm/communicator.hpp"
 
 namespace usp::mpi {
 

@@ -1,12 +1,12 @@
-#include "mpi_progress.hpp"
+#include "common/comm/mpi_progress.hpp"
 
 #include <chrono>
 #include <iostream>
 #include <utility>
 
-#include "../error.hpp"
-#include "../trace.hpp"
-#include "mpi_call.hpp"
+#include "common/error.hpp"
+#include "common/trace.hpp"
+#include "common/comm/mpi_call.hpp"
 
 namespace usp::mpi {
 namespace {

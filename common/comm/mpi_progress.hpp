@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "communicator.hpp"
+#include "common/comm/communicator.hpp"
 
 namespace usp::mpi {
 

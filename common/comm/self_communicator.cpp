@@ -13,9 +13,9 @@
 #include <string>
 #include <utility>
 
-#include "backends.hpp"
-#include "collective_shapes.hpp"
-#include "comm_volume.hpp"
+#include "common/comm/backends.hpp"
+#include "common/comm/collective_shapes.hpp"
+#include "common/comm/comm_volume.hpp"
 
 namespace usp {
 namespace {

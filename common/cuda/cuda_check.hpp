@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "../error.hpp"
+#include "common/error.hpp"
 
 namespace usp::cuda::detail {
 

@@ -12,7 +12,7 @@
 // The pool keeps freed blocks for reuse (like a caching allocator); bytes_in_use() trims it
 // first, so it reports what is really allocated. Devices without memory pools fall back to
 // cudaMalloc / cudaFree.
-#include "../cuda_support.hpp"
+#include "common/cuda_support.hpp"
 
 #include <cuda_runtime.h>
 
@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.hpp"
-#include "streams.hpp"
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/streams.hpp"
 
 namespace usp::cuda {
 namespace {

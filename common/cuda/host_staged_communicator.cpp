@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "../comm/backends.hpp"
-#include "../comm/collective_shapes.hpp"
-#include "../comm/comm_volume.hpp"
-#include "../error.hpp"
+#include "common/comm/backends.hpp"
+#include "common/comm/collective_shapes.hpp"
+#include "common/comm/comm_volume.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 namespace {

@@ -48,13 +48,13 @@
 #include <utility>
 #include <vector>
 
-#include "../comm/backends.hpp"
-#include "../comm/collective_shapes.hpp"
-#include "../comm/comm_volume.hpp"
-#include "../cuda_support.hpp"
-#include "../error.hpp"
-#include "cuda_check.hpp"
-#include "streams.hpp"
+#include "common/comm/backends.hpp"
+#include "common/comm/collective_shapes.hpp"
+#include "common/comm/comm_volume.hpp"
+#include "common/cuda_support.hpp"
+#include "common/error.hpp"
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/streams.hpp"
 
 namespace usp {
 namespace {

@@ -1,9 +1,9 @@
-#include "data/dataset.hpp"
+#include "common/data/dataset.hpp"
 
 #include <cstring>
 
-#include "data/synthetic_corpus.hpp"
-#include "data/text_corpus.hpp"
+#include "common/data/synthetic_corpus.hpp"
+#include "common/data/text_corpus.hpp"
 
 namespace usp {
 

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "tensor.hpp"
+#include "common/tensor.hpp"
 
 namespace usp {
 

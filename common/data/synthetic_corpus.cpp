@@ -1,8 +1,8 @@
-#include "data/synthetic_corpus.hpp"
+#include "common/data/synthetic_corpus.hpp"
 
 #include <cmath>
 
-#include "rng.hpp"
+#include "common/rng.hpp"
 
 namespace usp {
 

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/dataset.hpp"
+#include "common/data/dataset.hpp"
 
 namespace usp {
 

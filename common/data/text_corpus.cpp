@@ -1,11 +1,11 @@
-#include "data/text_corpus.hpp"
+#include "common/data/text_corpus.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "rng.hpp"
+#include "common/rng.hpp"
 
 namespace usp {
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "data/dataset.hpp"
+#include "common/data/dataset.hpp"
 
 namespace usp {
 

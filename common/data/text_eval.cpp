@@ -1,4 +1,4 @@
-#include "data/text_eval.hpp"
+#include "common/data/text_eval.hpp"
 
 namespace usp {
 

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "data/text_corpus.hpp"
-#include "model/model.hpp"
+#include "common/data/text_corpus.hpp"
+#include "common/model/model.hpp"
 
 namespace usp {
 

@@ -1,4 +1,4 @@
-#include "io/checkpoint.hpp"
+#include "common/io/checkpoint.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -7,9 +7,9 @@
 #include <fstream>
 #include <set>
 
-#include "io/json_value.hpp"
-#include "io/safetensors.hpp"
-#include "json.hpp"
+#include "common/io/json_value.hpp"
+#include "common/io/safetensors.hpp"
+#include "common/json.hpp"
 
 namespace usp {
 

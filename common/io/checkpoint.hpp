@@ -37,9 +37,9 @@
 #include <string>
 #include <vector>
 
-#include "model/config.hpp"
-#include "model/params.hpp"
-#include "optim/adamw.hpp"
+#include "common/model/config.hpp"
+#include "common/model/params.hpp"
+#include "common/optim/adamw.hpp"
 
 namespace usp {
 

@@ -1,4 +1,4 @@
-#include "io/json_value.hpp"
+#include "common/io/json_value.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <sstream>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

@@ -1,4 +1,4 @@
-#include "io/safetensors.hpp"
+#include "common/io/safetensors.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -6,8 +6,8 @@
 #include <fstream>
 #include <set>
 
-#include "io/json_value.hpp"
-#include "json.hpp"
+#include "common/io/json_value.hpp"
+#include "common/json.hpp"
 
 namespace usp {
 

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor.hpp"
+#include "common/tensor.hpp"
 
 namespace usp {
 

@@ -1,8 +1,8 @@
-#include "model/config.hpp"
+#include "common/model/config.hpp"
 
 #include <sstream>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

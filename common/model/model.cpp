@@ -1,10 +1,10 @@
 // The decoder's forward and backward, layer by layer, with what each layer keeps spelled out
 // in LayerSaved. Read forward_layer and backward_layer side by side: every tensor the backward
 // reads is one the forward kept (or, under recomputation, one the backward rebuilds first).
-#include "model/model.hpp"
+#include "common/model/model.hpp"
 
-#include "memory_tracker.hpp"
-#include "ops/ops.hpp"
+#include "common/memory_tracker.hpp"
+#include "common/ops/ops.hpp"
 
 namespace usp {
 

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "model/config.hpp"
-#include "model/params.hpp"
-#include "tensor.hpp"
+#include "common/model/config.hpp"
+#include "common/model/params.hpp"
+#include "common/tensor.hpp"
 
 namespace usp {
 

@@ -1,8 +1,8 @@
-#include "model/params.hpp"
+#include "common/model/params.hpp"
 
 #include <algorithm>
 
-#include "rng.hpp"
+#include "common/rng.hpp"
 
 namespace usp {
 

@@ -42,8 +42,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/config.hpp"
-#include "tensor.hpp"
+#include "common/model/config.hpp"
+#include "common/tensor.hpp"
 
 namespace usp {
 

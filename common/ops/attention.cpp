@@ -18,10 +18,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/float_args.hpp"
-#include "ops/gemm.hpp"
-#include "ops/ops.hpp"
-#include "ops/simd_math.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/gemm.hpp"
+#include "common/ops/ops.hpp"
+#include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
 

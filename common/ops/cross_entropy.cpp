@@ -9,9 +9,9 @@
 #include <cmath>
 #include <string>
 
-#include "ops/float_args.hpp"
-#include "ops/ops.hpp"
-#include "ops/simd_math.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/ops.hpp"
+#include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
 

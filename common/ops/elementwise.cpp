@@ -1,6 +1,6 @@
 // Element-wise updates in place (see ops.hpp): y += x and y *= s. No FLOPs counted.
-#include "ops/float_args.hpp"
-#include "ops/ops.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/ops.hpp"
 
 namespace usp::ops {
 

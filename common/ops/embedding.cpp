@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "ops/float_args.hpp"
-#include "ops/ops.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/ops.hpp"
 
 namespace usp::ops {
 

@@ -1,5 +1,5 @@
 // The CPU ops' argument checks and the f32/bf16 adaptor (see float_args.hpp).
-#include "ops/float_args.hpp"
+#include "common/ops/float_args.hpp"
 
 #include <string>
 

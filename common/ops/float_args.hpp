@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "tensor.hpp"
+#include "common/tensor.hpp"
 
 namespace usp::ops::detail {
 

@@ -1,6 +1,6 @@
 // The per-thread FLOP counter the ops add to (see ops.hpp). Thread-local, so ranks run as
 // threads and a progress thread never disturb each other's counts, and adding costs nothing.
-#include "ops/ops.hpp"
+#include "common/ops/ops.hpp"
 
 namespace usp::ops {
 

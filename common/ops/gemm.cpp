@@ -1,10 +1,10 @@
 // sgemm: OpenBLAS when available, a straightforward loop otherwise (see gemm.hpp).
-#include "ops/gemm.hpp"
+#include "common/ops/gemm.hpp"
 
 #include <climits>
 #include <string>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 #ifdef USP_HAVE_BLAS
 #include <cblas.h>

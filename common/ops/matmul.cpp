@@ -3,9 +3,9 @@
 //   backward  dx [N, in]  = dy [N, out] · w [out, in]      2·N·out·in FLOPs
 //             dw [out, in] += dy [N, out]ᵀ · x [N, in]     2·N·out·in FLOPs (beta = 1)
 // Leading dimensions of x, y, dy and dx are flattened into N.
-#include "ops/float_args.hpp"
-#include "ops/gemm.hpp"
-#include "ops/ops.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/gemm.hpp"
+#include "common/ops/ops.hpp"
 
 namespace usp::ops {
 

@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 
-#include "tensor.hpp"
+#include "common/tensor.hpp"
 
 namespace usp::ops {
 

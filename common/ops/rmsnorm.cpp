@@ -7,9 +7,9 @@
 // order); the square root is taken in double.
 #include <cmath>
 
-#include "ops/float_args.hpp"
-#include "ops/ops.hpp"
-#include "ops/simd_math.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/ops.hpp"
+#include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
 

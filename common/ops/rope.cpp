@@ -6,8 +6,8 @@
 // Temporary [T, half] table shared by the B·H rows of each position. No FLOPs counted.
 #include <cmath>
 
-#include "ops/float_args.hpp"
-#include "ops/ops.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/ops.hpp"
 
 namespace usp::ops {
 

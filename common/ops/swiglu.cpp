@@ -5,9 +5,9 @@
 // The sigmoid is recomputed in backward rather than saved. Element-wise: no FLOPs counted.
 #include <utility>
 
-#include "ops/float_args.hpp"
-#include "ops/ops.hpp"
-#include "ops/simd_math.hpp"
+#include "common/ops/float_args.hpp"
+#include "common/ops/ops.hpp"
+#include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
 

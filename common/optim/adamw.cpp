@@ -1,11 +1,11 @@
 // AdamW with the update written out as PyTorch's torch.optim.AdamW computes it (decay first,
 // then the bias-corrected Adam step), so a reference run in PyTorch follows the same path.
-#include "optim/adamw.hpp"
+#include "common/optim/adamw.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "dtype.hpp"
+#include "common/dtype.hpp"
 
 namespace usp {
 

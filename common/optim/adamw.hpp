@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/params.hpp"
-#include "tensor.hpp"
+#include "common/model/params.hpp"
+#include "common/tensor.hpp"
 
 namespace usp {
 

@@ -1,6 +1,6 @@
-#include "train/training_flags.hpp"
+#include "common/train/training_flags.hpp"
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 

@@ -10,11 +10,11 @@
 #include <memory>
 #include <string>
 
-#include "cli.hpp"
-#include "data/dataset.hpp"
-#include "model/config.hpp"
-#include "model/model.hpp"
-#include "optim/adamw.hpp"
+#include "common/cli.hpp"
+#include "common/data/dataset.hpp"
+#include "common/model/config.hpp"
+#include "common/model/model.hpp"
+#include "common/optim/adamw.hpp"
 
 namespace usp {
 

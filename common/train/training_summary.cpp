@@ -1,6 +1,6 @@
-#include "train/training_summary.hpp"
+#include "common/train/training_summary.hpp"
 
-#include "json.hpp"
+#include "common/json.hpp"
 
 namespace usp {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.hpp"
-#include "memory_tracker.hpp"
+#include "common/comm/communicator.hpp"
+#include "common/memory_tracker.hpp"
 
 namespace usp {
 

@@ -9,7 +9,7 @@
 // for a chunk without copying, and one receive buffer allocated once with
 // Tensor::empty({count}, DType::f32, MemCategory::CommBuffer) before the loop.
 // Check your work with: ./usp test 00 --exercises
-#include "ring_allreduce.hpp"
+#include "chapters/00_collectives/ring_allreduce.hpp"
 
 #include "common/error.hpp"
 

@@ -5,7 +5,7 @@
 //   tokens = b·s; es = dtype_size(activation); the two 1/rms vectors are always fp32;
 //   the attention probabilities are per sample and per head: s × s each.
 // Check your work with: ./usp test 01 --exercises
-#include "activation_bytes.hpp"
+#include "chapters/01_memory/activation_bytes.hpp"
 
 #include "common/error.hpp"
 

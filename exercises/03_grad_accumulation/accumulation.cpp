@@ -6,7 +6,7 @@
 //   3. step the optimizer once (optimizer.step(model.params())),
 //   4. return the mean of the k losses.
 // Check your work with: ./usp test 03 --exercises
-#include "accumulation.hpp"
+#include "chapters/03_grad_accumulation/accumulation.hpp"
 
 #include "common/error.hpp"
 

@@ -9,7 +9,7 @@
 //        ++state.next_bucket;
 // Do not wait on the handles here: the point is that backward keeps computing meanwhile.
 // Check your work with: ./usp test 04 --exercises
-#include "bucket_launch.hpp"
+#include "chapters/04_data_parallel/bucket_launch.hpp"
 
 #include "common/error.hpp"
 

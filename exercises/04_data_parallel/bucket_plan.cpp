@@ -8,7 +8,7 @@
 //   3. as soon as the open bucket's bytes are >= cap_bytes, close it (push it to the plan) and
 //      start a new one; at the end, a non-empty open bucket is the last one.
 // Check your work with: ./usp test 04 --exercises
-#include "bucket_plan.hpp"
+#include "chapters/04_data_parallel/bucket_plan.hpp"
 
 #include "common/error.hpp"
 

@@ -8,7 +8,7 @@
 //   4. all-gather the rank's shard [shard.begin, shard.end()) of params.padded_flat() into the
 //      whole padded_flat() (a slice of a tensor is a view: Tensor::slice).
 // Check your work with: ./usp test 05 --exercises
-#include "zero1_step.hpp"
+#include "chapters/05_zero/zero1_step.hpp"
 
 #include "common/error.hpp"
 

@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <string>
 
-#include "branch_work.hpp"
+#include "kernels/divergence/branch_work.hpp"
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/streams.hpp"
 #include "common/error.hpp"
-#include "divergence_kernels.hpp"
+#include "kernels/divergence/divergence_kernels.hpp"
 
 namespace usp::divergence {
 namespace {

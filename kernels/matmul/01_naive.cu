@@ -12,8 +12,8 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/streams.hpp"
-#include "epilogue.hpp"
-#include "rungs.hpp"
+#include "kernels/matmul/epilogue.hpp"
+#include "kernels/matmul/rungs.hpp"
 
 namespace usp::matmul {
 namespace {

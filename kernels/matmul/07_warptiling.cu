@@ -20,9 +20,9 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/streams.hpp"
-#include "epilogue.hpp"
-#include "float4_access.cuh"
-#include "rungs.hpp"
+#include "kernels/matmul/epilogue.hpp"
+#include "kernels/matmul/float4_access.cuh"
+#include "kernels/matmul/rungs.hpp"
 
 namespace usp::matmul {
 namespace {

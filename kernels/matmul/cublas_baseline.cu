@@ -10,7 +10,7 @@
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/streams.hpp"
 #include "common/error.hpp"
-#include "cublas_baseline.hpp"
+#include "kernels/matmul/cublas_baseline.hpp"
 
 namespace usp::matmul {
 namespace {

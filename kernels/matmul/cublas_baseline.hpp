@@ -4,7 +4,7 @@
 // The handle is created on first use, for the current device, and lives until the process ends.
 // Defined only when the build has CUDA (USP_HAVE_CUDA).
 #pragma once
-#include "gemm.hpp"
+#include "kernels/matmul/gemm.hpp"
 
 namespace usp::matmul {
 

@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
-#include "epilogue.hpp"
-#include "gemm.hpp"
+#include "kernels/matmul/epilogue.hpp"
+#include "kernels/matmul/gemm.hpp"
 
 namespace usp::matmul {
 

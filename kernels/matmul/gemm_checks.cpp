@@ -1,5 +1,5 @@
 // The launchers' preconditions (gemm.hpp), checked on the host before any CUDA call.
-#include "gemm.hpp"
+#include "kernels/matmul/gemm.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -1,5 +1,5 @@
 // The CPU reference (OpenBLAS sgemm or the triple loop) and the element-wise check.
-#include "reference.hpp"
+#include "kernels/matmul/reference.hpp"
 
 #include <algorithm>
 #include <cmath>

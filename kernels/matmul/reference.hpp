@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm.hpp"
+#include "kernels/matmul/gemm.hpp"
 
 namespace usp::matmul {
 

@@ -10,7 +10,7 @@
 //
 // Defined only when the build has CUDA (USP_HAVE_CUDA).
 #pragma once
-#include "gemm.hpp"
+#include "kernels/matmul/gemm.hpp"
 
 namespace usp::matmul {
 

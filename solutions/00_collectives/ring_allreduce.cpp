@@ -10,7 +10,7 @@
 //
 // Each step moves 1/n of the tensor per rank, and there are 2(n-1) steps: a rank sends
 // 2(n-1)/n of the tensor in total, whatever n is. That is why the ring is bandwidth-optimal.
-#include "ring_allreduce.hpp"
+#include "chapters/00_collectives/ring_allreduce.hpp"
 
 namespace usp::ch00 {
 

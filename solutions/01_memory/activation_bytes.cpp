@@ -1,5 +1,5 @@
 // Solution 01.1: the bytes one decoder layer keeps, op by op (Recompute::none).
-#include "activation_bytes.hpp"
+#include "chapters/01_memory/activation_bytes.hpp"
 
 namespace usp::ch01 {
 

@@ -1,5 +1,5 @@
 // Solution 03.1: gradient accumulation.
-#include "accumulation.hpp"
+#include "chapters/03_grad_accumulation/accumulation.hpp"
 
 #include "common/error.hpp"
 

@@ -1,5 +1,5 @@
 // Solution 04.2: the gradient-ready hook that launches a full bucket.
-#include "bucket_launch.hpp"
+#include "chapters/04_data_parallel/bucket_launch.hpp"
 
 #include "common/error.hpp"
 

@@ -1,5 +1,5 @@
 // Solution 04.1: the bucket plan.
-#include "bucket_plan.hpp"
+#include "chapters/04_data_parallel/bucket_plan.hpp"
 
 #include "common/error.hpp"
 

@@ -1,5 +1,5 @@
 // Solution 05.1: the ZeRO-1 step.
-#include "zero1_step.hpp"
+#include "chapters/05_zero/zero1_step.hpp"
 
 #include "common/error.hpp"
 

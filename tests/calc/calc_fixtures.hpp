@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "model/config.hpp"
+#include "common/model/config.hpp"
 
 namespace usp {
 

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "calc/flops_model.hpp"
-#include "model/model.hpp"
-#include "calc_fixtures.hpp"
+#include "common/calc/flops_model.hpp"
+#include "common/model/model.hpp"
+#include "tests/calc/calc_fixtures.hpp"
 
 using namespace usp;
 using namespace usp::calc;

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "calc/memory_model.hpp"
-#include "error.hpp"
-#include "model/model.hpp"
-#include "calc_fixtures.hpp"
+#include "common/calc/memory_model.hpp"
+#include "common/error.hpp"
+#include "common/model/model.hpp"
+#include "tests/calc/calc_fixtures.hpp"
 
 using namespace usp;
 using namespace usp::calc;

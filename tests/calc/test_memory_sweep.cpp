@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "calc/memory_sweep.hpp"
-#include "error.hpp"
+#include "common/calc/memory_sweep.hpp"
+#include "common/error.hpp"
 
 using namespace usp;
 using namespace usp::calc;

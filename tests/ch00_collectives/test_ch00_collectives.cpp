@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "bandwidth_sweep.hpp"
+#include "chapters/00_collectives/bandwidth_sweep.hpp"
 #include "common/comm/comm_volume.hpp"
-#include "demos.hpp"
-#include "ring_allreduce.hpp"
-#include "test_world.hpp"
+#include "chapters/00_collectives/demos.hpp"
+#include "chapters/00_collectives/ring_allreduce.hpp"
+#include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch00;

@@ -2,7 +2,7 @@
 // what the tracker measures, and the training state's bytes against the exact counts.
 #include <catch2/catch.hpp>
 
-#include "activation_bytes.hpp"
+#include "chapters/01_memory/activation_bytes.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
 #include "common/rng.hpp"

@@ -5,7 +5,7 @@
 
 #include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
-#include "recompute_measurement.hpp"
+#include "chapters/02_recomputation/recompute_measurement.hpp"
 
 using namespace usp;
 using namespace usp::ch02;

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "big_batch_comparison.hpp"
+#include "chapters/03_grad_accumulation/big_batch_comparison.hpp"
 
 using namespace usp;
 using namespace usp::ch03;

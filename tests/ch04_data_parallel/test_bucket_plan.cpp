@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "bucket_plan.hpp"
-#include "comm_overlap.hpp"
+#include "chapters/04_data_parallel/bucket_plan.hpp"
+#include "chapters/04_data_parallel/comm_overlap.hpp"
 
 using namespace usp;
 using namespace usp::ch04;

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "comm_overlap.hpp"
+#include "chapters/04_data_parallel/comm_overlap.hpp"
 #include "common/trace.hpp"
-#include "dp_trainer.hpp"
-#include "test_world.hpp"
+#include "chapters/04_data_parallel/dp_trainer.hpp"
+#include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch04;

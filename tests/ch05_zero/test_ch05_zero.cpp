@@ -13,9 +13,9 @@
 #include "common/rng.hpp"
 #include "common/trace.hpp"
 #include "common/train/training_summary.hpp"
-#include "stage_run.hpp"
-#include "test_world.hpp"
-#include "zero1_step.hpp"
+#include "chapters/05_zero/stage_run.hpp"
+#include "tests/support/test_world.hpp"
+#include "chapters/05_zero/zero1_step.hpp"
 
 using namespace usp;
 using namespace usp::ch05;

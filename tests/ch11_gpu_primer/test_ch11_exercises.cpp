@@ -12,13 +12,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "coalesced.hpp"
-#include "cpu_checks.hpp"
+#include "chapters/11_gpu_primer/coalesced.hpp"
+#include "chapters/11_gpu_primer/cpu_checks.hpp"
 #include "kernels/matmul/epilogue.hpp"
 #include "kernels/matmul/reference.hpp"
-#include "problem_data.hpp"
-#include "smem_emulation.hpp"
-#include "smem_tiling.hpp"
+#include "chapters/11_gpu_primer/problem_data.hpp"
+#include "chapters/11_gpu_primer/smem_emulation.hpp"
+#include "chapters/11_gpu_primer/smem_tiling.hpp"
 
 using namespace usp;
 using namespace usp::ch11;

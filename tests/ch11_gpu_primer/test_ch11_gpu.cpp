@@ -16,16 +16,16 @@
 #include "common/tensor.hpp"
 #include "kernels/divergence/branch_work.hpp"
 #include "kernels/matmul/reference.hpp"
-#include "ladder.hpp"
-#include "problem_data.hpp"
+#include "chapters/11_gpu_primer/ladder.hpp"
+#include "chapters/11_gpu_primer/problem_data.hpp"
 
 #if defined(USP_HAVE_CUDA)
-#include "coalesced.hpp"
+#include "chapters/11_gpu_primer/coalesced.hpp"
 #include "common/cuda_support.hpp"
 #include "kernels/divergence/divergence_kernels.hpp"
 #include "kernels/matmul/cublas_baseline.hpp"
 #include "kernels/matmul/rungs.hpp"
-#include "smem_tiling.hpp"
+#include "chapters/11_gpu_primer/smem_tiling.hpp"
 #endif
 
 using namespace usp;

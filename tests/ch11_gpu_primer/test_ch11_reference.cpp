@@ -11,7 +11,7 @@
 #include "common/error.hpp"
 #include "kernels/matmul/gemm.hpp"
 #include "kernels/matmul/reference.hpp"
-#include "problem_data.hpp"
+#include "chapters/11_gpu_primer/problem_data.hpp"
 
 using namespace usp;
 using namespace usp::matmul;

@@ -18,7 +18,7 @@
 
 #include "common/comm/comm_volume.hpp"
 #include "common/comm/communicator.hpp"
-#include "test_world.hpp"
+#include "tests/support/test_world.hpp"
 
 #if defined(USP_HAVE_MPI)
 #include "common/comm/mpi_communicator.hpp"

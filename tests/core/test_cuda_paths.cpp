@@ -15,7 +15,7 @@
 #include "common/device.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/tensor.hpp"
-#include "test_world.hpp"
+#include "tests/support/test_world.hpp"
 
 using namespace usp;
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/mesh.hpp"
-#include "test_world.hpp"
+#include "tests/support/test_world.hpp"
 
 using usp::MeshDim;
 using usp::MeshLayout;

@@ -1,7 +1,7 @@
 // Agreement points: a configuration error found on any rank stops every rank, together.
 #include <catch2/catch.hpp>
 
-#include "test_world.hpp"
+#include "tests/support/test_world.hpp"
 
 using namespace usp;
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/trace.hpp"
-#include "test_world.hpp"
+#include "tests/support/test_world.hpp"
 
 namespace fs = std::filesystem;
 using usp::Span;

@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <limits>
 
-#include "io/checkpoint.hpp"
-#include "io/json_value.hpp"
-#include "io/safetensors.hpp"
-#include "io_fixtures.hpp"
+#include "common/io/checkpoint.hpp"
+#include "common/io/json_value.hpp"
+#include "common/io/safetensors.hpp"
+#include "tests/io/io_fixtures.hpp"
 
 using namespace usp;
 using usp::testing::read_file;

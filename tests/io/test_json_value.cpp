@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "io/json_value.hpp"
+#include "common/io/json_value.hpp"
 
 using namespace usp;
 

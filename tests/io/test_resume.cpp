@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "data/dataset.hpp"
-#include "io/checkpoint.hpp"
-#include "io_fixtures.hpp"
-#include "model/model.hpp"
+#include "common/data/dataset.hpp"
+#include "common/io/checkpoint.hpp"
+#include "tests/io/io_fixtures.hpp"
+#include "common/model/model.hpp"
 
 using namespace usp;
 using usp::testing::TempDir;

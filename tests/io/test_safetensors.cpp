@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "io/safetensors.hpp"
-#include "io_fixtures.hpp"
+#include "common/io/safetensors.hpp"
+#include "tests/io/io_fixtures.hpp"
 
 using namespace usp;
 using usp::testing::TempDir;

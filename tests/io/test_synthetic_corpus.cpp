@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "data/synthetic_corpus.hpp"
+#include "common/data/synthetic_corpus.hpp"
 
 using namespace usp;
 

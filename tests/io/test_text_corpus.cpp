@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "data/synthetic_corpus.hpp"
-#include "data/text_corpus.hpp"
-#include "io_fixtures.hpp"
+#include "common/data/synthetic_corpus.hpp"
+#include "common/data/text_corpus.hpp"
+#include "tests/io/io_fixtures.hpp"
 
 using namespace usp;
 using usp::testing::TempDir;

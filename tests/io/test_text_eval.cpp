@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "data/text_eval.hpp"
-#include "io/checkpoint.hpp"
-#include "io/json_value.hpp"
-#include "io_fixtures.hpp"
+#include "common/data/text_eval.hpp"
+#include "common/io/checkpoint.hpp"
+#include "common/io/json_value.hpp"
+#include "tests/io/io_fixtures.hpp"
 
 using namespace usp;
 using usp::testing::read_file;

@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <string>
 
-#include "model/config.hpp"
-#include "rng.hpp"
-#include "tensor.hpp"
+#include "common/model/config.hpp"
+#include "common/rng.hpp"
+#include "common/tensor.hpp"
 
 namespace usp::testing {
 

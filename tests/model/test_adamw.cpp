@@ -6,11 +6,11 @@
 #include <cmath>
 #include <vector>
 
-#include "float_formats.hpp"
-#include "model/params.hpp"
-#include "model_fixtures.hpp"
-#include "optim/adamw.hpp"
-#include "rng.hpp"
+#include "common/float_formats.hpp"
+#include "common/model/params.hpp"
+#include "tests/model/model_fixtures.hpp"
+#include "common/optim/adamw.hpp"
+#include "common/rng.hpp"
 
 using namespace usp;
 using usp::testing::gradcheck_config;

@@ -6,9 +6,9 @@
 
 #include <cstdio>
 
-#include "data/synthetic_corpus.hpp"
-#include "model/model.hpp"
-#include "optim/adamw.hpp"
+#include "common/data/synthetic_corpus.hpp"
+#include "common/model/model.hpp"
+#include "common/optim/adamw.hpp"
 
 using namespace usp;
 

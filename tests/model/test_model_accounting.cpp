@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "model/model.hpp"
-#include "model_fixtures.hpp"
-#include "ops/ops.hpp"
+#include "common/model/model.hpp"
+#include "tests/model/model_fixtures.hpp"
+#include "common/ops/ops.hpp"
 
 using namespace usp;
 using usp::testing::gradcheck_config;

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <vector>
 
-#include "model/model.hpp"
-#include "model_fixtures.hpp"
+#include "common/model/model.hpp"
+#include "tests/model/model_fixtures.hpp"
 
 using namespace usp;
 using usp::testing::gradcheck_config;

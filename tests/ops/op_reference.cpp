@@ -1,6 +1,6 @@
 // Naive double-precision references and finite differences for the ops tests (see
 // op_reference.hpp). Deliberately the plainest loops: they are the definition, not fast code.
-#include "op_reference.hpp"
+#include "tests/ops/op_reference.hpp"
 
 #include <algorithm>
 #include <cmath>

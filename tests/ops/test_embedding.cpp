@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/ops/ops.hpp"
-#include "op_reference.hpp"
+#include "tests/ops/op_reference.hpp"
 
 using namespace usp;
 using namespace usp::opstest;

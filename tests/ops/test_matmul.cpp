@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/ops/ops.hpp"
-#include "op_reference.hpp"
+#include "tests/ops/op_reference.hpp"
 
 using namespace usp;
 using namespace usp::opstest;

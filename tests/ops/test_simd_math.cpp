@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "op_reference.hpp"
-#include "ops/simd_math.hpp"
+#include "tests/ops/op_reference.hpp"
+#include "common/ops/simd_math.hpp"
 
 using namespace usp;
 using namespace usp::opstest;

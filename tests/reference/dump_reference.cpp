@@ -15,15 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.hpp"
-#include "io/checkpoint.hpp"
-#include "io/safetensors.hpp"
-#include "json.hpp"
-#include "model/config.hpp"
-#include "model/model.hpp"
-#include "model/params.hpp"
-#include "rng.hpp"
-#include "tensor.hpp"
+#include "common/data/dataset.hpp"
+#include "common/io/checkpoint.hpp"
+#include "common/io/safetensors.hpp"
+#include "common/json.hpp"
+#include "common/model/config.hpp"
+#include "common/model/model.hpp"
+#include "common/model/params.hpp"
+#include "common/rng.hpp"
+#include "common/tensor.hpp"
 
 using namespace usp;
 

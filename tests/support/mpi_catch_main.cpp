@@ -11,7 +11,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "test_world.hpp"
+#include "tests/support/test_world.hpp"
 
 namespace usp::testing {
 namespace {

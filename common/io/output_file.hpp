@@ -1,0 +1,24 @@
+// Output files: every result a program writes (summary.json, CSVs, traces, checkpoints) goes
+// through here, so that nothing written is silently lost:
+//   * a file appears under its name complete or not at all (written to a temporary file in the
+//     same directory, flushed, closed, then renamed over the name);
+//   * any failure (disk full, file size limit, no permission) throws usp::Error naming the path;
+//   * an output directory is checked before the work starts (require_output_dir), so a run does
+//     not compute for minutes and then find it cannot write.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace usp {
+
+// Writes content to path atomically (temporary file + rename); creates missing parent
+// directories. Throws usp::Error on any failure; the name then holds its previous content (or
+// nothing), never a truncated file.
+void write_file_atomic(const std::string& path, std::string_view content);
+
+// The --out directory rule: dir must not be empty; it is created (with its parents) if missing,
+// and a probe file is written to and removed from it. Throws usp::UsageError naming the flag
+// ("--out" unless `flag` says otherwise) when any of that fails.
+void require_output_dir(const std::string& dir, const std::string& flag = "--out");
+
+}  // namespace usp
