@@ -1,46 +1,110 @@
-# usp_chapter(NN NAME [NO_EXERCISES] [SOURCES extra.cpp ...] [LIBS ...])
+# Chapters and their exercises, in one build tree.
 #
-# A chapter NN_NAME builds
-#   usp_chNN_impl     the chapter's exercise functions: solutions/NN_NAME/*.cpp by default, or
-#                     exercises/NN_NAME/*.cpp when NN (or "all") is in USP_EXERCISES (an
-#                     interface library for a chapter declared NO_EXERCISES)
-#   chNN_NAME         the executable: chapters/NN_NAME/main.cpp plus SOURCES
-# The chapter's public headers (chapters/NN_NAME/*.hpp) declare what both implementations define.
-function(usp_uses_exercises nn out)
-  set(${out} OFF PARENT_SCOPE)
-  if("all" IN_LIST USP_EXERCISES OR "${nn}" IN_LIST USP_EXERCISES)
-    set(${out} ON PARENT_SCOPE)
+# usp_chapter(NN NAME [NO_EXERCISES] [SOURCES a.cpp ...] [VARIANT_SOURCES b.cpp ...] [LIBS ...])
+#   usp_chNN             the chapter's own code: SOURCES (everything but main.cpp), compiled once
+#   usp_chNN_solution    the exercise functions from solutions/NN_NAME/ (the reference)
+#   usp_chNN_exercise    the same functions from exercises/NN_NAME/ (the student's files)
+#   chNN_NAME            build/bin/chNN_NAME: main.cpp + usp_chNN + usp_chNN_solution
+#   chNN_NAME_exercise   build/bin/exercises/chNN_NAME: main.cpp + usp_chNN + usp_chNN_exercise
+# VARIANT_SOURCES are chapter files compiled into each variant because they inline the exercise
+# code (chapter 11's kernels call the student's header-only device functions); each variant sees
+# its own directory (solutions/NN_NAME or exercises/NN_NAME) on its include path.
+# Only the exercise files and the links differ between the two variants, so switching a chapter
+# to the student's code recompiles the student's files and nothing else. The libraries are
+# OBJECT libraries: every object is linked (the chapter's code and the exercise functions call
+# each other, which static archives would resolve only in the right order).
+#
+# usp_chapter_test(NN NAME name SOURCES ... [RANKS 2 3 ...] [LIBS ...] [TIMEOUT s])
+#   the chapter's Catch2 tests, built twice from one set of objects:
+#   name             over the solutions, ctest label chNN (part of `ctest`, `./usp test`)
+#   name_exercise    over the exercises, ctest label exNN, only in `ctest -C exercises`
+#                    (`./usp test NN --exercises`), so a plain `ctest` never runs the stubs.
+#   VARIANT_SOURCES are test files compiled once per variant (they inline exercise code).
+# A chapter declared NO_EXERCISES has no exercise variants.
+
+function(usp_exercise_variants nn no_exercises out)
+  if(no_exercises)
+    set(${out} solution PARENT_SCOPE)
+  else()
+    set(${out} solution exercise PARENT_SCOPE)
   endif()
 endfunction()
 
 function(usp_chapter nn name)
-  cmake_parse_arguments(CH "NO_EXERCISES" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(CH "NO_EXERCISES" "" "SOURCES;VARIANT_SOURCES;LIBS" ${ARGN})
   set(dir ${nn}_${name})
-  usp_uses_exercises(${nn} use_ex)
-  if(use_ex)
-    set(impl_dir ${PROJECT_SOURCE_DIR}/exercises/${dir})
+  set_property(GLOBAL PROPERTY USP_CH${nn}_NO_EXERCISES ${CH_NO_EXERCISES})
+
+  if(CH_SOURCES)
+    add_library(usp_ch${nn} OBJECT ${CH_SOURCES})
+    target_link_libraries(usp_ch${nn} PUBLIC usp_core ${CH_LIBS})
+    usp_warnings(usp_ch${nn})
   else()
-    set(impl_dir ${PROJECT_SOURCE_DIR}/solutions/${dir})
-  endif()
-  file(GLOB impl_sources CONFIGURE_DEPENDS ${impl_dir}/*.cpp ${impl_dir}/*.cu)
-  if(NOT USP_HAVE_CUDA)
-    list(FILTER impl_sources EXCLUDE REGEX "\\.cu$")
-  endif()
-  if(NOT CH_NO_EXERCISES)
-    add_library(usp_ch${nn}_impl STATIC ${impl_sources})
-    target_link_libraries(usp_ch${nn}_impl PUBLIC usp_core ${CH_LIBS})
-    usp_warnings(usp_ch${nn}_impl)
-  else()
-    # A chapter without exercises: the library only carries the include path and the links.
-    add_library(usp_ch${nn}_impl INTERFACE)
-    target_link_libraries(usp_ch${nn}_impl INTERFACE usp_core ${CH_LIBS})
+    add_library(usp_ch${nn} INTERFACE)
+    target_link_libraries(usp_ch${nn} INTERFACE usp_core ${CH_LIBS})
   endif()
 
-  add_executable(ch${nn}_${name} ${PROJECT_SOURCE_DIR}/chapters/${dir}/main.cpp ${CH_SOURCES})
-  target_link_libraries(ch${nn}_${name} PRIVATE usp_ch${nn}_impl)
-  usp_warnings(ch${nn}_${name})
-  set_target_properties(ch${nn}_${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
-  if(use_ex AND NOT CH_NO_EXERCISES)
-    message(STATUS "chapter ${nn}: building the EXERCISE stubs from exercises/${dir}")
+  usp_exercise_variants(${nn} "${CH_NO_EXERCISES}" variants)
+  foreach(variant IN LISTS variants)
+    set(impl usp_ch${nn}_${variant})
+    set(impl_dir ${PROJECT_SOURCE_DIR}/${variant}s/${dir})
+    file(GLOB impl_sources CONFIGURE_DEPENDS ${impl_dir}/*.cpp ${impl_dir}/*.cu)
+    list(APPEND impl_sources ${CH_VARIANT_SOURCES})
+    if(NOT USP_HAVE_CUDA)
+      list(FILTER impl_sources EXCLUDE REGEX "\\.cu$")
+    endif()
+    if(impl_sources)
+      add_library(${impl} OBJECT ${impl_sources})
+      usp_warnings(${impl})
+      if(CH_VARIANT_SOURCES)
+        target_include_directories(${impl} PUBLIC ${impl_dir})
+      endif()
+    else()
+      add_library(${impl} INTERFACE)
+    endif()
+    if(impl_sources)
+      target_link_libraries(${impl} PUBLIC usp_ch${nn})
+    else()
+      target_link_libraries(${impl} INTERFACE usp_ch${nn})
+    endif()
+
+    set(exe ch${nn}_${name})
+    set(bin ${PROJECT_BINARY_DIR}/bin)
+    if(variant STREQUAL "exercise")
+      set(exe ch${nn}_${name}_exercise)
+      set(bin ${PROJECT_BINARY_DIR}/bin/exercises)
+    endif()
+    add_executable(${exe} ${PROJECT_SOURCE_DIR}/chapters/${dir}/main.cpp)
+    target_link_libraries(${exe} PRIVATE usp_ch${nn} ${impl})
+    usp_warnings(${exe})
+    set_target_properties(${exe} PROPERTIES OUTPUT_NAME ch${nn}_${name} RUNTIME_OUTPUT_DIRECTORY ${bin})
+  endforeach()
+endfunction()
+
+function(usp_chapter_test nn)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;VARIANT_SOURCES;RANKS;LIBS" ${ARGN})
+  get_property(no_exercises GLOBAL PROPERTY USP_CH${nn}_NO_EXERCISES)
+  if(T_SOURCES)
+    add_library(${T_NAME}_objects OBJECT ${T_SOURCES})
+    target_link_libraries(${T_NAME}_objects PUBLIC usp_test_main usp_ch${nn} ${T_LIBS})
+    usp_warnings(${T_NAME}_objects)
+  else()
+    add_library(${T_NAME}_objects INTERFACE)
+    target_link_libraries(${T_NAME}_objects INTERFACE usp_test_main usp_ch${nn} ${T_LIBS})
   endif()
+  set(timeout_arg)
+  if(T_TIMEOUT)
+    set(timeout_arg TIMEOUT ${T_TIMEOUT})
+  endif()
+
+  usp_exercise_variants(${nn} "${no_exercises}" variants)
+  foreach(variant IN LISTS variants)
+    if(variant STREQUAL "solution")
+      usp_test(NAME ${T_NAME} SOURCES ${T_VARIANT_SOURCES} LABEL ch${nn} RANKS ${T_RANKS} ${timeout_arg}
+               LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_solution)
+    else()
+      usp_test(NAME ${T_NAME}_exercise SOURCES ${T_VARIANT_SOURCES} LABEL ex${nn} RANKS ${T_RANKS} ${timeout_arg}
+               CONFIGURATIONS exercises LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_exercise)
+    endif()
+  endforeach()
 endfunction()

@@ -41,8 +41,11 @@ TEST_CASE("AdamW follows the algorithm (double reference) over several steps", "
   hc.weight_decay = 0.1;
   AdamW opt(p, hc);
   const std::vector<float> w0 = p.flat().to_floats();
-  std::vector<double> w(w0.begin(), w0.end());
-  std::vector<double> m(w.size(), 0.0), v(w.size(), 0.0);
+  // The reference state in double: weights, first and second moments.
+  struct Moments {
+    std::vector<double> w, m, v;
+  } ref{std::vector<double>(w0.begin(), w0.end()), std::vector<double>(w0.size()), std::vector<double>(w0.size())};
+  auto& [w, m, v] = ref;
   std::vector<char> decay(w.size(), 1);
   for (const auto& info : p.infos())
     if (info.is_norm)
