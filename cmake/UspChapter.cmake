@@ -7,8 +7,8 @@
 #   chNN_NAME            build/bin/chNN_NAME: main.cpp + usp_chNN + usp_chNN_solution
 #   chNN_NAME_exercise   build/bin/exercises/chNN_NAME: main.cpp + usp_chNN + usp_chNN_exercise
 # VARIANT_SOURCES are chapter files compiled into each variant because they inline the exercise
-# code (chapter 11's kernels call the student's header-only device functions); each variant sees
-# its own directory (solutions/NN_NAME or exercises/NN_NAME) on its include path.
+# code (chapter 11's kernels call the student's header-only device functions; the chapter sets
+# a compile definition on each variant to pick the bodies).
 # Only the exercise files and the links differ between the two variants, so switching a chapter
 # to the student's code recompiles the student's files and nothing else. The libraries are
 # OBJECT libraries: every object is linked (the chapter's code and the exercise functions call
@@ -56,9 +56,6 @@ function(usp_chapter nn name)
     if(impl_sources)
       add_library(${impl} OBJECT ${impl_sources})
       usp_warnings(${impl})
-      if(CH_VARIANT_SOURCES)
-        target_include_directories(${impl} PUBLIC ${impl_dir})
-      endif()
     else()
       add_library(${impl} INTERFACE)
     endif()

@@ -16,8 +16,8 @@
 // parameters of one bucket are a contiguous range [begin, end) of it: a bucket is one view,
 // flat_grad.view(begin, {end - begin}), and needs no copy.
 //
-// The plan is plain data (DESIGN.md principle 4): the real executor (gradient_sync.hpp) runs it
-// on MPI or NCCL, and a cost-model simulator can time the same plan for cluster hardware.
+// The plan is plain data (docs/ARCHITECTURE.md, principle 4): the real executor
+// (gradient_sync.hpp) runs it on MPI or NCCL, and a cost-model simulator can time the same plan for cluster hardware.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -11,7 +11,8 @@ namespace usp::ch04 {
 
 DataParallelTrainer::DataParallelTrainer(const DpConfig& cfg, Communicator& comm) : cfg_(cfg), comm_(comm) {
   params_ = std::make_unique<ParamStore>(cfg.train.model, cfg.train.dtype);
-  params_->init(cfg.train.seed);  // every rank the same weights (principle 1): no broadcast needed
+  // Every rank the same weights (docs/ARCHITECTURE.md, principle 1): no broadcast needed.
+  params_->init(cfg.train.seed);
   model_ = std::make_unique<Model>(*params_, cfg.train.model_options());
   optimizer_ = std::make_unique<AdamW>(*params_, cfg.train.adamw);
   BucketPlan plan;

@@ -2,7 +2,7 @@
 // trained on this rank's share of every step's global batch, with the gradients averaged over
 // the ranks by one of the three GradientSync variants before each optimizer step.
 //
-// Batch layout (DESIGN.md principle 1): the global batch of step s is samples
+// Batch layout (docs/ARCHITECTURE.md, principle 1): the global batch of step s is samples
 // [0, N_d·k·b) of the dataset, b = mbs samples per micro-batch, k = grad_acc micro-batches.
 // Rank r takes samples [r·k·b, (r+1)·k·b), micro-batch j of it [r·k·b + j·b, r·k·b + (j+1)·b).
 // Each micro-batch's backward is scaled by 1/k (chapter 03) and the all-reduce averages over

@@ -1,6 +1,6 @@
 // The per-unit plan of ZeRO-2 and ZeRO-3: what to gather, prefetch, free and reduce around each
-// unit's forward and backward. A pure function of the model's shape (DESIGN principle 4: the
-// executor in zero_trainer.cpp runs it; a cost model can time the same plan).
+// unit's forward and backward. A pure function of the model's shape (docs/ARCHITECTURE.md,
+// principle 4: the executor in zero_trainer.cpp runs it; a cost model can time the same plan).
 //
 // One micro-batch is 2·(L+2) compute steps: forward of units 0 (embedding), 1..L (layers), L+1
 // (final norm + head), then backward of L+1 down to 0. A step READS the full parameters of its

@@ -1,7 +1,8 @@
 // ZeroTrainer: data-parallel training with a ZeRO stage, over one data-parallel group of N_d
-// ranks. Every stage computes the same step as one rank on the whole global batch (principle 1);
-// they differ in what a rank keeps (k = Adam's bytes per parameter: 8 in fp32, 12 with bf16
-// parameters and fp32 master weights; b = bytes per parameter/gradient element):
+// ranks. Every stage computes the same step as one rank on the whole global batch
+// (docs/ARCHITECTURE.md, principle 1); they differ in what a rank keeps (k = Adam's bytes per
+// parameter: 8 in fp32, 12 with bf16 parameters and fp32 master weights; b = bytes per
+// parameter/gradient element):
 //
 //   stage   parameters      gradients         optimizer   communication per step
 //   0 (DP)  b·Ψ             b·Ψ               k·Ψ         all-reduce the gradients (2Ψ)
@@ -52,7 +53,7 @@ struct ZeroOptions {
 };
 
 // Rank r's micro-batches of a step: k batches of mbs samples, samples [(r·k + j)·mbs, +mbs) of
-// the step's global batch of N_d·k·mbs (the dataset rule of data parallelism).
+// the step's global batch of N_d·k·mbs (the data rule: docs/ARCHITECTURE.md, principle 1).
 std::vector<Batch> rank_micro_batches(const Dataset& data, std::int64_t step, int rank, std::int64_t k,
                                       std::int64_t mbs, std::int64_t seq);
 

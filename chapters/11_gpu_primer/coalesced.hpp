@@ -12,11 +12,10 @@
 // That is coalescing: the hardware merges a warp's accesses to consecutive addresses into as
 // few memory transactions as possible.
 //
-// The function is USP_HD: the kernel (chapters/11_gpu_primer/02_coalesced.cu) calls it on the
+// The function is USP_HD: the kernel (kernels/matmul/02_coalesced.cu) calls it on the
 // GPU, and the tests call it on the CPU to check the two properties below without a GPU.
 #pragma once
 #include "common/hostdevice.hpp"
-#include "kernels/matmul/gemm.hpp"
 
 namespace usp::ch11 {
 
@@ -35,14 +34,18 @@ struct Cell {
 // kernel skips them.
 USP_HD Cell coalesced_cell(int bx, int by, int t);
 
-// Rung 02. Preconditions: those of check_gemm (kernels/matmul/gemm.hpp). Before its first
-// launch it runs coalesced_cell on the CPU for one block and throws usp::Error if (a) or (b)
-// fails (the exercise stub throws usp::NotImplemented there, before any CUDA call).
-// Defined only when the build has CUDA.
-void matmul_02_coalesced(const matmul::GemmF32& g);
-
 }  // namespace usp::ch11
 
-// The definition of coalesced_cell: solutions/11_gpu_primer/coalesced_cell.hpp, or with
-// USP_EXERCISES=11 the student's exercises/11_gpu_primer/coalesced_cell.hpp.
-#include "coalesced_cell.hpp"
+// Rung 02's launcher, matmul::matmul_02_coalesced, is declared with the other rungs in
+// kernels/matmul/rungs.hpp.
+
+// The definition of coalesced_cell, header-only so that the kernel and the CPU tests compile the
+// same code: solutions/11_gpu_primer/coalesced_cell.hpp, or in chapter 11's exercise build the
+// student's exercises/11_gpu_primer/coalesced_cell.hpp. Each variant of chapter 11's library sets
+// USP_CH11_EXERCISES (0 or 1) for itself and for what links it (chapters/11_gpu_primer/CMakeLists.txt).
+#include "chapters/11_gpu_primer/exercise_variant.hpp"
+#if USP_CH11_EXERCISES
+#include "exercises/11_gpu_primer/coalesced_cell.hpp"
+#else
+#include "solutions/11_gpu_primer/coalesced_cell.hpp"
+#endif

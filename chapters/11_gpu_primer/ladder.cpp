@@ -5,10 +5,8 @@
 #include "common/error.hpp"
 
 #if defined(USP_HAVE_CUDA)
-#include "chapters/11_gpu_primer/coalesced.hpp"
 #include "kernels/matmul/cublas_baseline.hpp"
 #include "kernels/matmul/rungs.hpp"
-#include "chapters/11_gpu_primer/smem_tiling.hpp"
 #define USP_LAUNCHER(f) (f)
 #else
 #define USP_LAUNCHER(f) nullptr
@@ -30,12 +28,11 @@ const std::vector<Rung>& ladder() {
     };
     f32("01_naive", "kernels/matmul/01_naive.cu", "one thread per element of C; a warp walks down a column",
         USP_LAUNCHER(matmul_01_naive));
-    f32("02_coalesced", "chapters/11_gpu_primer/02_coalesced.cu (exercise 11.1)",
-        "a warp takes consecutive columns: coalesced loads of B and stores of C",
-        USP_LAUNCHER(ch11::matmul_02_coalesced));
-    f32("03_smem_tiling", "chapters/11_gpu_primer/03_smem_tiling.cu (exercise 11.2)",
+    f32("02_coalesced", "kernels/matmul/02_coalesced.cu (exercise 11.1)",
+        "a warp takes consecutive columns: coalesced loads of B and stores of C", USP_LAUNCHER(matmul_02_coalesced));
+    f32("03_smem_tiling", "kernels/matmul/03_smem_tiling.cu (exercise 11.2)",
         "32×32 tiles of A and B staged in shared memory: each global load serves 32 FMAs",
-        USP_LAUNCHER(ch11::matmul_03_smem_tiling));
+        USP_LAUNCHER(matmul_03_smem_tiling));
     f32("04_blocktiling_1d", "kernels/matmul/04_blocktiling_1d.cu",
         "each thread computes 8 elements of a column: fewer shared-memory loads per FMA",
         USP_LAUNCHER(matmul_04_blocktiling_1d));

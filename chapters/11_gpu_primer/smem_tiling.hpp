@@ -18,7 +18,7 @@
 // with row0 = by·32, col0 = bx·32, thread t = ty·32 + tx (tx fastest: a warp is one row of the
 // tile, so its loads of A and B are 32 consecutive floats, coalesced).
 //
-// The two phase bodies are USP_HD: the kernel (chapters/11_gpu_primer/03_smem_tiling.cu) runs
+// The two phase bodies are USP_HD: the kernel (kernels/matmul/03_smem_tiling.cu) runs
 // them on the GPU, and smem_emulation.hpp runs them on the CPU, thread after thread, with the two
 // __syncthreads() as the boundaries between loops — which is exactly what the barriers promise.
 #pragma once
@@ -35,14 +35,17 @@ USP_HD void smem_load_tiles(const matmul::GemmF32& g, int row0, int col0, int k0
 // Exercise 11.2, phase 2: acc plus row ty of As times column tx of Bs, summed in k order.
 USP_HD float smem_tile_dot(const float* As, const float* Bs, int ty, int tx, float acc);
 
-// Rung 03. Preconditions: those of check_gemm (kernels/matmul/gemm.hpp). Before its first
-// launch it runs the two phases on the CPU (smem_emulation.hpp) for a small problem that is
-// not a tile multiple and throws usp::Error if the result is wrong (the exercise stubs throw
-// usp::NotImplemented there, before any CUDA call). Defined only when the build has CUDA.
-void matmul_03_smem_tiling(const matmul::GemmF32& g);
-
 }  // namespace usp::ch11
 
-// The definitions of the two phases: solutions/11_gpu_primer/smem_tile_body.hpp, or with
-// USP_EXERCISES=11 the student's exercises/11_gpu_primer/smem_tile_body.hpp.
-#include "smem_tile_body.hpp"
+// Rung 03's launcher, matmul::matmul_03_smem_tiling, is declared with the other rungs in
+// kernels/matmul/rungs.hpp.
+
+// The definitions of the two phases, header-only like coalesced_cell (coalesced.hpp):
+// solutions/11_gpu_primer/smem_tile_body.hpp, or in chapter 11's exercise build the student's
+// exercises/11_gpu_primer/smem_tile_body.hpp.
+#include "chapters/11_gpu_primer/exercise_variant.hpp"
+#if USP_CH11_EXERCISES
+#include "exercises/11_gpu_primer/smem_tile_body.hpp"
+#else
+#include "solutions/11_gpu_primer/smem_tile_body.hpp"
+#endif

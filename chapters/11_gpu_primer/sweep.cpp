@@ -129,7 +129,7 @@ std::vector<SweepRow> run_sweep(const SweepConfig& config, std::ostream& out) {
     for (const Rung* r : chosen) {
       try {
         here.push_back(measure(*r, p, config));
-      } catch (const NotImplemented& e) {  // an exercise stub (USP_EXERCISES=11): said, not fatal
+      } catch (const NotImplemented& e) {  // an exercise stub (bin/exercises/ch11_gpu_primer): said, not fatal
         out << "  " << r->name << ": skipped, " << e.what() << "\n";
       }
     }

@@ -1,7 +1,7 @@
 // Datasets: where training batches come from.
 //
-// The rule every parallel layout relies on (DESIGN.md, principle 1): sample i of step s is a
-// pure function of (seed, s, i). A step's global batch is samples 0..B-1; a data-parallel rank
+// The rule every parallel layout relies on (the data rule, docs/ARCHITECTURE.md, principle 1):
+// sample i of step s is a pure function of (seed, s, i). A step's global batch is samples 0..B-1; a data-parallel rank
 // r with b samples per rank takes samples [r·b, (r+1)·b) and so sees exactly its rows of the
 // global batch, whatever the number of ranks, with no communication and no shared state.
 //

@@ -17,9 +17,10 @@
 //                            tensors "adamw.m", "adamw.v", "adamw.master"; the step count,
 //                            range and hyperparameters in the metadata.
 //   dir/trainer_state.json   (training state) steps done, seed, data spec, seq, global batch
-//                            and the losses so far: with the data rule (sample i of step s is a
-//                            pure function of (seed, s, i)) that is all a resumed run needs to
-//                            continue exactly where the saved one was.
+//                            and the losses so far: with the data rule (docs/ARCHITECTURE.md,
+//                            principle 1: sample i of step s is a pure function of (seed, s, i))
+//                            that is all a resumed run needs to continue exactly where the saved
+//                            one was.
 //
 // Multi-rank runs: these functions read and write files and know nothing of ranks. Only rank 0
 // should call save_checkpoint, after a barrier if others will read the files, and only with

@@ -18,7 +18,7 @@
 //   lm_head.weight                                [v, h]     (absent when tied)
 // These are Hugging Face's LlamaForCausalLM names, so checkpoints need no renaming.
 //
-// Initialisation (principle 1): element j of parameter `name` is
+// Initialisation (docs/ARCHITECTURE.md, principle 1): element j of parameter `name` is
 //   rng::normal(seed, name, j) · init_std   for embeddings and linear weights,
 //   1                                       for norm weights,
 // so any shard initialises exactly its slice of the unsharded tensor (init_range).

@@ -1,4 +1,4 @@
-// summary.json for training chapters (DESIGN.md "Interfaces"): at least
+// summary.json for training chapters (docs/ARCHITECTURE.md, section 5): at least
 //   losses (one per step), final_loss, tokens_per_second, world_size, dp/tp/cp/pp/ep,
 //   memory: per rank, peak bytes per category (and of the total),
 //   comm_bytes: per rank, bytes sent per collective kind,

@@ -5,9 +5,10 @@
 // returns the element {row, col} thread t of block (bx, by) computes. Block (bx, by) owns the
 // 32×32 tile of C starting at row by·32, column bx·32; a warp is 32 consecutive t.
 // Hint: t / 32 and t % 32 split t into a warp index and a lane; which one should pick the column?
-// The kernel that calls this (chapters/11_gpu_primer/02_coalesced.cu) is given complete.
+// The kernel that calls this (kernels/matmul/02_coalesced.cu) is given complete.
 // Check your work with: ./usp test 11 --exercises   (CPU tests; no GPU needed)
 #pragma once
+#include "chapters/11_gpu_primer/coalesced.hpp"
 #include "common/error.hpp"
 
 namespace usp::ch11 {

@@ -7,11 +7,12 @@
 //                    writing 0 where the row or column falls outside A (M×K) or B (K×N)
 //   smem_tile_dot    return acc + Σ_{k<32} As[ty·32 + k]·Bs[k·32 + tx]
 // A, B are row-major: A[i][k] is g.A[i·g.K + k], B[k][j] is g.B[k·g.N + j].
-// The kernel (chapters/11_gpu_primer/03_smem_tiling.cu) and the CPU emulation
+// The kernel (kernels/matmul/03_smem_tiling.cu) and the CPU emulation
 // (chapters/11_gpu_primer/smem_emulation.hpp) call these; the tests run the emulation on sizes
 // that are not multiples of 32, so the zeros at the edges matter.
 // Check your work with: ./usp test 11 --exercises   (CPU tests; no GPU needed)
 #pragma once
+#include "chapters/11_gpu_primer/smem_tiling.hpp"
 #include "common/error.hpp"
 
 namespace usp::ch11 {

@@ -1,4 +1,6 @@
 // Rung 01, naive: one thread per element of C, and a warp walks DOWN a column of C.
+// Changes: nothing before it. The first rung is the textbook triple loop with its (i, j) loops
+// spread over threads: the baseline every later rung is measured against.
 //
 // Block: 1024 threads for a 32×32 tile of C; grid: ceil(N/32) × ceil(M/32).
 // Thread t of block (bx, by) computes C[by·32 + t%32][bx·32 + t/32]. The 32 threads of a warp

@@ -1,6 +1,7 @@
-// Rung 04, 1-D block tiling: each thread computes 8 elements of a column of C, not 1.
-//
-// So every value of B it reads from shared memory feeds 8 multiply-adds instead of 1.
+// Rung 04, 1-D block tiling. Changes from rung 03: each thread computes 8 elements of a column
+// of C instead of 1, in a 64×64 block tile whose K dimension is walked 8 at a time.
+// Why faster: each value of B a thread reads from shared memory stays in a register and feeds 8
+// FMAs: 9 shared-memory loads per 8 FMAs, where rung 03 needed 2 per FMA.
 //
 // Block: 512 threads for a BM×BN = 64×64 tile of C; the K dimension is walked BK = 8 at a time.
 //   shared As: BM×BK = 64×8 floats (A[row0 .. +64][k0 .. +8])
@@ -8,8 +9,7 @@
 // Thread t loads one element of each tile, then, as thread (ty, tx) = (t/64, t%64), computes
 // C[row0 + ty·8 + i][col0 + tx] for i = 0..7: per step k it reads one value of Bs (kept in a
 // register) and 8 of As (the same 8 for the whole warp: a broadcast), for 8 FMAs.
-// Rung 03 did 2 shared-memory loads per FMA; this does 9 per 8. The 8 accumulators live in
-// registers.
+// The 8 accumulators live in registers.
 #include <cuda_runtime.h>
 
 #include "common/cuda/cuda_check.hpp"

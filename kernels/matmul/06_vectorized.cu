@@ -1,7 +1,7 @@
-// Rung 06, vectorized: rung 05 with every global and shared-memory access 16 bytes wide.
-//
-// Every global load and store and every shared-memory read is a float4, and As is stored
-// transposed so that the values a thread needs are contiguous.
+// Rung 06, vectorized. Changes from rung 05: every global load and store and every shared-memory
+// read is a 16-byte float4, and As is stored transposed so that a thread's 8 values of A for one
+// k are contiguous. Why faster: a float4 instruction moves 4 floats, so 4× fewer load and store
+// instructions are issued for the same traffic.
 //
 // Block: 256 threads, BM×BN = 128×128 tile of C, BK = 8; thread (ty, tx) owns the 8×8 block
 // C[row0 + ty·8 + i][col0 + tx·8 + j] as in rung 05.
@@ -10,8 +10,6 @@
 //   shared Bs: BK×BN = 8×128 floats, Bs[r·BN + c] = B[k0 + r][col0 + c]: two float4 reads
 // Loading: the A tile is 128 rows of 8 floats = 256 float4, the B tile 8 rows of 128 floats =
 // 256 float4: one of each per thread. C is written as float4s too.
-// A float4 instruction moves 4× the bytes of a float one: 4× fewer load/store instructions
-// to issue for the same traffic.
 //
 // A float4 access needs a 16-byte-aligned address. Row r of A starts at A + r·K, which is
 // 16-byte aligned for every r only when K % 4 == 0; likewise B and C need N % 4 == 0. When that

@@ -1,8 +1,8 @@
-// Rung 07, warp tiling: each warp owns a 64×32 tile of C, its lanes placed to avoid bank conflicts.
-//
-// A level of tiling between the block and the thread that matches how the hardware runs a
-// block, as warps; the 32 lanes are laid out so that their shared-memory reads never collide
-// in a bank.
+// Rung 07, warp tiling. Changes from rung 06: a level of tiling between the block and the thread
+// that matches how the hardware runs a block, as warps: each warp owns a 64×32 tile of C, its 32
+// lanes laid out 8×4; and the K step grows from 8 to 16.
+// Why faster: the lanes' shared-memory reads never collide in a bank (rung 06 had 2-way
+// conflicts), and BK = 16 halves the __syncthreads per FMA.
 //
 // Block: 256 threads = 8 warps, BM×BN = 128×128 tile of C, BK = 16.
 //   shared As: BK×BM = 16×128 floats, transposed (As[c·BM + r] = A[row0 + r][k0 + c])

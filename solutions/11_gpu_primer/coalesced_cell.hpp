@@ -4,8 +4,10 @@
 // the column and the warp the row puts a warp's 32 threads on 32 consecutive columns of one
 // row: consecutive addresses of B and C, one address of A. (Rung 01 does the opposite — lane
 // -> row — and every load of A by a warp touches 32 different rows.)
-// Included by chapters/11_gpu_primer/coalesced.hpp, which declares it and states the contract.
+// Included by chapters/11_gpu_primer/coalesced.hpp, which declares it and states the contract,
+// in the solution build of chapter 11's library (USP_CH11_EXERCISES=0).
 #pragma once
+#include "chapters/11_gpu_primer/coalesced.hpp"
 
 namespace usp::ch11 {
 

@@ -1,7 +1,9 @@
 // Reference solution of exercise 11.2: the two phases of the shared-memory tiled matmul.
 // Included by chapters/11_gpu_primer/smem_tiling.hpp, which declares them and states the
-// contract; the kernel and the CPU emulation call them.
+// contract, in the solution build of chapter 11's library (USP_CH11_EXERCISES=0); the kernel
+// (kernels/matmul/03_smem_tiling.cu) and the CPU emulation call them.
 #pragma once
+#include "chapters/11_gpu_primer/smem_tiling.hpp"
 
 namespace usp::ch11 {
 

@@ -5,7 +5,7 @@
 //   11.2 smem_load_tiles / smem_tile_dot: each phase on its own, then the whole tiled
 //        algorithm emulated block by block (smem_emulation.hpp) against the reference, on sizes
 //        that are not multiples of the 32×32 tile.
-// Against the exercise stubs (USP_EXERCISES=11) these fail with "exercise 11.1: ..." and
+// Against the exercise stubs (./usp test 11 --exercises) these fail with "exercise 11.1: ..." and
 // "exercise 11.2: ...".
 #include <catch2/catch.hpp>
 

@@ -20,12 +20,10 @@
 #include "chapters/11_gpu_primer/problem_data.hpp"
 
 #if defined(USP_HAVE_CUDA)
-#include "chapters/11_gpu_primer/coalesced.hpp"
 #include "common/cuda_support.hpp"
 #include "kernels/divergence/divergence_kernels.hpp"
 #include "kernels/matmul/cublas_baseline.hpp"
 #include "kernels/matmul/rungs.hpp"
-#include "chapters/11_gpu_primer/smem_tiling.hpp"
 #endif
 
 using namespace usp;
