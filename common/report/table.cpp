@@ -167,14 +167,18 @@ void Table::print_row(std::ostream& out, std::size_t row) const {
 
 std::string Table::csv() const {
   std::string text;
-  for (const Column& c : columns_)
-    if (c.csv) text += (text.empty() ? "" : ",") + c.key;
+  for (const Column& c : columns_) {
+    if (!c.csv) continue;
+    if (!text.empty()) text += ',';
+    text += c.key;
+  }
   text += '\n';
   for (const auto& row : rows_) {
     bool first = true;
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       if (!columns_[c].csv) continue;
-      text += (first ? "" : ",") + csv_cell(columns_[c], row[c]);
+      if (!first) text += ',';
+      text += csv_cell(columns_[c], row[c]);
       first = false;
     }
     text += '\n';
