@@ -29,8 +29,8 @@ namespace usp::report {
 using Value = std::variant<std::int64_t, double, std::string, bool, std::vector<double>>;
 
 struct Column {
-  std::string key;     // the CSV header and the JSON key
-  std::string header;  // the terminal header, aligned like the cell below it
+  std::string key = "";     // the CSV header and the JSON key
+  std::string header = "";  // the terminal header, aligned like the cell below it
   // printf format of the terminal cell, its separator from the previous column included
   // (" %10.3f", " %7.1f%%", "  %-13.7f"); one conversion: d/lld (integers), f/g/e (numbers,
   // integers converted), s (text). Empty: not on the terminal.
