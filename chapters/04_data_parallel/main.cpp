@@ -98,6 +98,23 @@ void print_intro(std::ostream& out, const Setup& s, int dp, std::int64_t grad_by
   out << "\n";
 }
 
+// The bucket plan is a pure function of the layout (exercise 04.1): made on every rank, printed
+// and written once. Returns "" or, while the exercise is a stub, its message.
+std::string bucket_plan_part(Runtime& rt, const std::vector<ParamInfo>& layout, const Setup& s,
+                             const std::string& out_dir, BucketPlan& plan) {
+  const std::string no_plan =
+      rt.skip_if_not_implemented([&] { plan = bucket_plan(layout, s.bucket_cap, s.in.config.dtype); });
+  if (rt.is_root() && no_plan.empty()) {
+    const report::Table table = bucket_plan_table(plan, layout);
+    print_plan(std::cout, plan, table);
+    table.write_csv(out_dir + "/bucket_plan.csv");
+    std::cout << "\n";
+  } else if (rt.is_root()) {
+    std::cout << "bucket plan: not available, " << no_plan << "\n\n";
+  }
+  return no_plan;
+}
+
 // Each --dp-mode variant in turn (collective); a variant whose exercise is a stub is skipped on
 // every rank together.
 std::vector<VariantRun> run_variants(Runtime& rt, const Setup& s, bool no_plan, const std::string& out_dir) {
@@ -155,17 +172,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   if (root) print_intro(std::cout, setup, dp, grad_bytes);
   if (root) make_dirs(out_dir);  // rank 0 writes every file
 
-  // The bucket plan is a pure function of the layout: print it once (exercise 04.1).
   BucketPlan plan;
-  const std::string no_plan = rt.skip_if_not_implemented([&] { plan = bucket_plan(layout, setup.bucket_cap, tc.dtype); });
-  if (root && no_plan.empty()) {
-    const report::Table table = bucket_plan_table(plan, layout);
-    print_plan(std::cout, plan, table);
-    table.write_csv(out_dir + "/bucket_plan.csv");
-    std::cout << "\n";
-  } else if (root) {
-    std::cout << "bucket plan: not available, " << no_plan << "\n\n";
-  }
+  const std::string no_plan = bucket_plan_part(rt, layout, setup, out_dir, plan);
 
   // The baseline first, on rank 0 alone; the variants' memory peaks are taken afterwards.
   VariantsContext c{dp, setup.grad_acc, setup.global_batch, tc.seq, 2.0 * (dp - 1) / dp * static_cast<double>(grad_bytes)};
