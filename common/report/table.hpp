@@ -10,8 +10,8 @@
 //   Table t({{.key = "mode", .header = "mode", .format = "%-10s"},
 //            {.key = "peak_bytes", .header = "peak MiB", .format = " %9.2f", .scale = 1.0 / 1048576}});
 //   t.add({"naive", std::int64_t{2873344}});
-//   t.print(std::cout);                 //   mode         peak MiB
-//                                       //   naive            2.74
+//   t.print(std::cout);                 // "  mode        peak MiB"
+//                                       // "  naive           2.74"
 //   t.write_csv(dir + "/variants.csv"); // mode,peak_bytes / naive,2873344
 #pragma once
 #include <cstdint>
