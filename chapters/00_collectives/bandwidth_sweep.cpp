@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 
 #include "common/comm/comm_volume.hpp"
@@ -84,21 +83,11 @@ double time_op(Communicator& comm, const std::function<void()>& op, const SweepC
   return slowest.to_floats()[0];
 }
 
-void print_header(std::ostream& out, const Subject& s, int n, const SweepConfig& config) {
+void print_title(std::ostream& out, const Subject& s, int n, const SweepConfig& config) {
   char line[160];
   std::snprintf(line, sizeof line, "# %s (%s): %d ranks, median of %d runs after %d warm-up\n",
                 comm_op_name(s.op), s.impl.c_str(), n, config.iters, config.warmup);
   out << line;
-  std::snprintf(line, sizeof line, "# %12s %12s %6s %12s %11s %11s\n", "size", "count", "type", "time_us",
-                "algbw_GB/s", "busbw_GB/s");
-  out << line;
-}
-
-void print_row(std::ostream& out, const SweepRow& row) {
-  char line[160];
-  std::snprintf(line, sizeof line, "  %12lld %12lld %6s %12.1f %11.3f %11.3f\n", static_cast<long long>(row.bytes),
-                static_cast<long long>(row.count), "float", row.time_us, row.algbw_GBps, row.busbw_GBps);
-  out << line << std::flush;
 }
 
 }  // namespace
@@ -123,7 +112,8 @@ double algbw_GBps(std::int64_t bytes, double time_us) {
 
 double busbw_GBps(CommOp op, int n, double algbw) { return algbw * busbw_factor(op, n); }
 
-std::vector<SweepRow> run_sweep(Communicator& comm, const SweepConfig& config, std::ostream& out) {
+std::vector<SweepRow> run_sweep(Communicator& comm, const SweepConfig& config, std::ostream& out,
+                                const PartRunner& run_part) {
   const int n = comm.size();
   const bool root = comm.rank() == 0;
   // The ring adds chunks on the host, so it joins the sweep when the communicator's tensors
@@ -135,22 +125,24 @@ std::vector<SweepRow> run_sweep(Communicator& comm, const SweepConfig& config, s
 
   std::vector<SweepRow> rows;
   for (const Subject& s : subjects) {
-    if (root) print_header(out, s, n, config);
-    try {
+    if (root) {
+      print_title(out, s, n, config);
+      bandwidth_table().print_header(out);
+    }
+    const auto measure = [&] {
       for (std::int64_t size : sweep_sizes(config.min_bytes, config.max_bytes)) {
         const std::int64_t count = payload_count(s.op, size, n);
         SweepRow row{comm_op_name(s.op), s.impl, count * static_cast<std::int64_t>(sizeof(float)), count, 0, 0, 0};
         row.time_us = time_op(comm, prepare(comm, s, count), config);
         row.algbw_GBps = algbw_GBps(row.bytes, row.time_us);
         row.busbw_GBps = busbw_GBps(s.op, n, row.algbw_GBps);
-        if (root) print_row(out, row);
+        if (root) bandwidth_table({row}).print_row(out, 0);
         rows.push_back(row);
       }
-    } catch (const NotImplemented& e) {
-      // The exercise stub throws on every rank before sending anything, so all ranks skip the
-      // ring together and the sweep goes on with the library collectives.
-      if (root) out << "# skipped: " << e.what() << "\n";
-    }
+    };
+    // A stub ring throws on every rank before sending anything: the sweep goes on without it.
+    const std::string skipped = run_part ? run_part(measure) : (measure(), std::string());
+    if (root && !skipped.empty()) out << "# skipped: " << skipped << "\n";
     if (root) out << "\n";
   }
   if (root) {
@@ -167,18 +159,24 @@ std::vector<SweepRow> run_sweep(Communicator& comm, const SweepConfig& config, s
   return rows;
 }
 
+report::Table bandwidth_table(const std::vector<SweepRow>& rows) {
+  // The terminal: nccl-tests' columns; the files: the row's identity and full-precision numbers.
+  report::Table t({{.key = "collective", .header = ""},
+                   {.key = "impl", .header = ""},
+                   {.key = "bytes", .header = "size", .format = "%12lld"},
+                   {.key = "count", .header = "count", .format = " %12lld", .csv = false, .json = false},
+                   {.key = "type", .header = "type", .format = " %6s", .csv = false, .json = false},
+                   {.key = "time_us", .header = "time_us", .format = " %12.1f", .csv_format = "%.3f"},
+                   {.key = "algbw_GBps", .header = "algbw_GB/s", .format = " %11.3f", .csv_format = "%.6f"},
+                   {.key = "busbw_GBps", .header = "busbw_GB/s", .format = " %11.3f", .csv_format = "%.6f"}},
+                  "  ", "# ");
+  for (const SweepRow& r : rows)
+    t.add({r.collective, r.impl, r.bytes, r.count, "float", r.time_us, r.algbw_GBps, r.busbw_GBps});
+  return t;
+}
+
 void write_bandwidth_csv(const std::string& path, const std::vector<SweepRow>& rows) {
-  const auto slash = path.find_last_of('/');
-  if (slash != std::string::npos) make_dirs(path.substr(0, slash));
-  std::ofstream csv(path);
-  if (!csv) throw Error("cannot write " + path);
-  csv << "collective,impl,bytes,time_us,algbw_GBps,busbw_GBps\n";
-  char line[200];
-  for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "%s,%s,%lld,%.3f,%.6f,%.6f\n", r.collective.c_str(), r.impl.c_str(),
-                  static_cast<long long>(r.bytes), r.time_us, r.algbw_GBps, r.busbw_GBps);
-    csv << line;
-  }
+  bandwidth_table(rows).write_csv(path);
 }
 
 double ring_to_library_ratio(const std::vector<SweepRow>& rows) {

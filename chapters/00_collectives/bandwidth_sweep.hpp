@@ -15,11 +15,13 @@
 // the same sizes, so the two busbw columns compare like for like.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/comm/communicator.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::ch00 {
 
@@ -54,11 +56,20 @@ double algbw_GBps(std::int64_t bytes, double time_us);
 // algbw · busbw_factor(op, n).
 double busbw_GBps(CommOp op, int n, double algbw);
 
+// How the sweep runs each subject's measurements: the chapter passes its Runtime's
+// skip_if_not_implemented, so that a ring whose exercise is a stub is skipped on every rank
+// together (the stub's message returned, "" when it ran). Without one, a stub's NotImplemented
+// propagates.
+using PartRunner = std::function<std::string(const std::function<void()>& part)>;
+
 // Runs the whole sweep (collective: every rank calls it) and prints one nccl-tests-like table
 // per collective on rank 0. Every rank returns the same rows.
-std::vector<SweepRow> run_sweep(Communicator& comm, const SweepConfig& config, std::ostream& out);
+std::vector<SweepRow> run_sweep(Communicator& comm, const SweepConfig& config, std::ostream& out,
+                                const PartRunner& run_part = nullptr);
 
-// bandwidth.csv: collective,impl,bytes,time_us,algbw_GBps,busbw_GBps (one row per SweepRow).
+// The rows as one report table: the terminal lines above, bandwidth.csv
+// (collective,impl,bytes,time_us,algbw_GBps,busbw_GBps) and summary.json's "sweep".
+report::Table bandwidth_table(const std::vector<SweepRow>& rows = {});
 void write_bandwidth_csv(const std::string& path, const std::vector<SweepRow>& rows);
 
 // At the largest size where both exist: ring all_reduce busbw / library all_reduce busbw

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -129,12 +130,8 @@ void write_summary(const std::string& path, const Cli& cli, int n, const std::ve
     w.end_object();
   }
   if (!sweep.empty()) {
-    w.key("sweep").begin_array();
-    for (const auto& r : sweep) {
-      w.begin_object().field("collective", r.collective).field("impl", r.impl).field("bytes", r.bytes);
-      w.field("time_us", r.time_us).field("algbw_GBps", r.algbw_GBps).field("busbw_GBps", r.busbw_GBps).end_object();
-    }
-    w.end_array();
+    w.key("sweep");
+    bandwidth_table(sweep).write_json(w);
     std::int64_t largest_ring = 0;  // the size the ratio is taken at
     for (const auto& r : sweep)
       if (r.impl == "ring") largest_ring = std::max(largest_ring, r.bytes);
@@ -142,6 +139,29 @@ void write_summary(const std::string& path, const Cli& cli, int n, const std::ve
   }
   w.end_object();
   w.write_file(path);
+}
+
+// Stops every rank with one message when the flags do not fit this chapter.
+void check_flags(Runtime& rt, const Cli& cli) {
+  rt.require(rt.size() >= 2,
+             "chapter 00 needs at least 2 ranks: launch it with `mpirun -np 4 build/bin/ch00_collectives` "
+             "or `./usp run 00`");
+  rt.require(cli.get_int("min-bytes") <= cli.get_int("max-bytes"),
+             "--min-bytes (" + std::to_string(cli.get_int("min-bytes")) + ") must be <= --max-bytes (" +
+                 std::to_string(cli.get_int("max-bytes")) + ")");
+  const std::string device = cli.get_string("device"), backend = cli.get_string("backend");
+  rt.require((device == "auto" || device == "cpu") && (backend == "auto" || backend == "mpi"),
+             "chapter 00 measures MPI collectives between CPU ranks: use --device cpu and --backend mpi "
+             "(or leave them at auto)");
+}
+
+SweepConfig sweep_config(const Cli& cli) {
+  SweepConfig config;
+  config.min_bytes = cli.get_int("min-bytes");
+  config.max_bytes = cli.get_int("max-bytes");
+  config.iters = static_cast<int>(cli.get_int("iters"));
+  config.warmup = static_cast<int>(cli.get_int("warmup"));
+  return config;
 }
 
 }  // namespace
@@ -160,27 +180,16 @@ int main(int argc, char** argv) {
     cli.add_int("warmup", 3, "untimed runs per message size before timing", 0, 100000);
     cli.add_int("check-numel", 1000003, "elements of the ring-vs-library check", 1, std::int64_t{1} << 28);
     if (!rt.parse(cli, argc, argv)) return 0;
-
-    rt.require(rt.size() >= 2,
-               "chapter 00 needs at least 2 ranks: launch it with `mpirun -np 4 build/bin/ch00_collectives` "
-               "or `./usp run 00`");
-    rt.require(cli.get_int("min-bytes") <= cli.get_int("max-bytes"),
-               "--min-bytes (" + std::to_string(cli.get_int("min-bytes")) + ") must be <= --max-bytes (" +
-                   std::to_string(cli.get_int("max-bytes")) + ")");
-    const std::string device = cli.get_string("device"), backend = cli.get_string("backend");
-    rt.require((device == "auto" || device == "cpu") && (backend == "auto" || backend == "mpi"),
-               "chapter 00 measures MPI collectives between CPU ranks: use --device cpu and --backend mpi "
-               "(or leave them at auto)");
+    check_flags(rt, cli);
 
     Communicator& comm = rt.world();
-    const int n = comm.size();
     const std::string part = cli.get_string("part"), out_dir = cli.get_string("out");
     const bool all = part == "all";
     std::ostream& out = std::cout;  // only rank 0 writes to it below
     std::vector<std::string> parts;
     std::vector<DemoOutcome> demos;
     RingCheck ring;
-    bool ring_ran = false;
+    std::string ring_skipped = "not run";
     std::vector<SweepRow> sweep;
 
     if (all || part == "demos") {
@@ -189,28 +198,21 @@ int main(int argc, char** argv) {
     }
     if (all || part == "ring") {
       parts.push_back("ring");
-      try {
-        ring = check_ring(comm, cli.get_int("check-numel"));
-        ring_ran = true;
-        if (rt.is_root()) print_ring_check(ring, n, out);
-      } catch (const NotImplemented& e) {
-        // The exercise stub throws on every rank before any message: all skip together.
-        if (rt.is_root()) out << "== ring all-reduce: skipped, " << e.what() << " ==\n\n";
-      }
+      // An exercise stub throws on every rank before any message: all skip together.
+      ring_skipped = rt.skip_if_not_implemented([&] { ring = check_ring(comm, cli.get_int("check-numel")); });
+      if (rt.is_root() && ring_skipped.empty()) print_ring_check(ring, comm.size(), out);
+      if (rt.is_root() && !ring_skipped.empty()) out << "== ring all-reduce: skipped, " << ring_skipped << " ==\n\n";
     }
     if (all || part == "sweep") {
       parts.push_back("sweep");
-      SweepConfig config;
-      config.min_bytes = cli.get_int("min-bytes");
-      config.max_bytes = cli.get_int("max-bytes");
-      config.iters = static_cast<int>(cli.get_int("iters"));
-      config.warmup = static_cast<int>(cli.get_int("warmup"));
-      sweep = run_sweep(comm, config, out);
+      sweep = run_sweep(comm, sweep_config(cli), out,
+                        [&](const std::function<void()>& measure) { return rt.skip_if_not_implemented(measure); });
     }
 
+    const bool ring_ran = ring_skipped.empty();
     if (rt.is_root()) {
       make_dirs(out_dir);
-      write_summary(out_dir + "/summary.json", cli, n, parts, demos, ring_ran ? &ring : nullptr, sweep);
+      write_summary(out_dir + "/summary.json", cli, comm.size(), parts, demos, ring_ran ? &ring : nullptr, sweep);
       if (!sweep.empty()) write_bandwidth_csv(out_dir + "/bandwidth.csv", sweep);
       out << "wrote " << out_dir << "/summary.json" << (sweep.empty() ? "" : " and bandwidth.csv") << "\n";
     }

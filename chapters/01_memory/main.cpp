@@ -26,7 +26,7 @@
 #include "common/data/dataset.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
-#include "common/train/training_flags.hpp"
+#include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
 #include "chapters/01_memory/memory_report.hpp"
 
@@ -40,17 +40,14 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_common("out/01_memory");
   add_training_flags(cli, {"usp-small", 128, 8, 3, 3e-3});
   if (!rt.parse(cli, argc, argv)) return 0;
-  TrainingConfig cfg;
-  std::unique_ptr<Dataset> data;
-  rt.agree([&] {
-    cfg = training_config_from(cli);
-    data = open_training_data(cfg);
-  });
+  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const TrainingConfig& cfg = in.config;
+  const Dataset& data = *in.data;
   rt.require(rt.size() == 1, "chapter 01 runs on one device: launch it without mpirun (or with -np 1)");
   const std::string out = cli.get_string("out");
   const ModelConfig& mc = cfg.model;
   std::cout << "ch01_memory: " << mc.str() << ", seq " << cfg.seq << ", micro-batch " << cfg.mbs << ", "
-            << dtype_name(cfg.dtype) << ", data " << data->spec() << "\n\n";
+            << dtype_name(cfg.dtype) << ", data " << data.spec() << "\n\n";
 
   auto& tracker = MemoryTracker::instance();
   tracker.record_timeline(true);
@@ -68,7 +65,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   LayerMeasurement layer;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    const Batch batch = data->batch(step, 0, cfg.mbs, cfg.seq);
+    const Batch batch = data.batch(step, 0, cfg.mbs, cfg.seq);
     tracker.mark("forward");
     const double loss = model.forward(batch.inputs, batch.targets);
     if (step == 0) layer = measure_layer(model, cfg);
@@ -95,13 +92,10 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
   tracker.write_timeline_csv(out + "/memory_timeline.csv");
   write_breakdown_csv(out + "/breakdown.csv", breakdown);
-  TrainingSummary summary;
-  summary.chapter = "01_memory";
-  summary.losses = losses;
-  summary.tokens_per_second = static_cast<double>(cfg.steps * cfg.tokens_per_micro_batch()) / seconds;
-  summary.flags_json = cli.values_json();
-  summary.chapter_json = results_json(breakdown, layer);
-  write_training_summary(rt.world(), out + "/summary.json", summary);
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "01_memory", .losses = losses,
+                          .tokens_per_second = static_cast<double>(cfg.steps * cfg.tokens_per_micro_batch()) / seconds,
+                          .flags_json = cli.values_json(), .chapter_json = results_json(breakdown, layer)});
   std::cout << "\nwrote " << out << "/summary.json, breakdown.csv, memory_timeline.csv, memory_vs_seq.csv\n";
   return breakdown.all_match() ? 0 : 1;
 }

@@ -1,11 +1,11 @@
 #include "chapters/01_memory/memory_report.hpp"
 
 #include <cstdio>
-#include <fstream>
 
 #include "chapters/01_memory/activation_bytes.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/json.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::ch01 {
 
@@ -106,13 +106,10 @@ void print_calculator_view(std::ostream& os, const TrainingConfig& cfg) {
 }
 
 void write_breakdown_csv(const std::string& path, const Breakdown& b) {
-  const auto slash = path.find_last_of('/');
-  if (slash != std::string::npos) make_dirs(path.substr(0, slash));
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write " + path);
-  f << "category,measured_bytes,expected_bytes\n";
-  for (const auto& r : b.rows) f << r.category << ',' << r.measured << ',' << r.expected << '\n';
-  f << "total," << b.peak_total << ",-1\n";
+  report::Table t({{.key = "category"}, {.key = "measured_bytes"}, {.key = "expected_bytes"}});
+  for (const auto& r : b.rows) t.add({r.category, r.measured, r.expected});
+  t.add({"total", b.peak_total, std::int64_t{-1}});
+  t.write_csv(path);
 }
 
 std::string results_json(const Breakdown& b, const LayerMeasurement& layer) {

@@ -13,7 +13,6 @@
 //   ./usp run 03
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -23,7 +22,9 @@
 #include "chapters/03_grad_accumulation/big_batch_comparison.hpp"
 #include "common/io/checkpoint.hpp"
 #include "common/json.hpp"
+#include "common/report/table.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
 
 namespace {
@@ -44,6 +45,93 @@ std::vector<std::int64_t> parse_list(const std::string& text) {
   return out;
 }
 
+// Part 1, one row per k: the terminal table, accumulation.csv and summary.json's "comparisons".
+report::Table comparison_table() {
+  constexpr double kMiB = 1048576.0;
+  return report::Table({
+      {.key = "k", .header = "k", .format = "%3lld"},
+      {.key = "mbs", .header = "", .json = false},
+      {.key = "global_batch", .header = "batch", .format = " %6lld", .json = false},
+      {.key = "loss_accumulated", .header = "loss", .format = " %12.6f"},
+      {.key = "loss_big", .header = ""},
+      {.key = "max_grad_diff", .header = "max|Δgrad|", .format = " %12.3g"},
+      {.key = "max_grad", .header = "", .json = false},
+      {.key = "max_param_diff", .header = "", .csv = false},
+      {.key = "max_param_diff_conditioned", .header = "max|Δparam|*", .format = " %14.3g", .json = false},
+      {.key = "peak_activation_accumulated", .header = "peak act. acc", .format = " %11.2f MiB", .scale = 1 / kMiB,
+       .header_width = 14},
+      {.key = "peak_activation_big", .header = "peak act. big", .format = " %11.2f MiB", .scale = 1 / kMiB,
+       .header_width = 14},
+  });
+}
+
+void add_comparison(report::Table& t, const BigBatchComparison& c) {
+  t.add({c.k, c.mbs, c.k * c.mbs, c.loss_accumulated, c.loss_big, c.max_grad_diff, c.max_grad, c.max_param_diff,
+         c.max_param_diff_conditioned, c.peak_activation_accumulated, c.peak_activation_big});
+}
+
+// Part 2's run: the losses of every step (a resumed run's saved ones first) and the wall time of
+// the steps this run took.
+struct Training {
+  std::vector<double> losses;
+  std::int64_t first_step = 0;
+  double seconds = 0;
+};
+
+// --resume DIR into params and optimizer; the checkpoint must describe this run: same shape,
+// data, sequence and global batch.
+TrainerState resume_from(Runtime& rt, const std::string& dir, const TrainingConfig& cfg, std::int64_t global_batch,
+                         ParamStore& params, AdamW& optimizer) {
+  TrainerState state;
+  rt.agree([&] {
+    state = load_trainer_state(dir);
+    const ModelConfig saved = load_config(dir);
+    if (saved.num_parameters() != cfg.model.num_parameters() || saved.layers != cfg.model.layers ||
+        saved.hidden != cfg.model.hidden || saved.heads != cfg.model.heads || saved.kv_heads != cfg.model.kv_heads)
+      throw UsageError("--resume " + dir + " holds a different model (" + saved.str() + ")");
+    if (state.data != cfg.data || state.seq != cfg.seq || state.global_batch != global_batch || state.seed != cfg.seed)
+      throw UsageError("--resume " + dir + " was saved with --data " + state.data + " --seq " +
+                       std::to_string(state.seq) + ", a global batch of " + std::to_string(state.global_batch) +
+                       " and --seed " + std::to_string(state.seed) + "; run with the same");
+    if (state.step >= cfg.steps)
+      throw UsageError("--resume " + dir + " is already at step " + std::to_string(state.step) +
+                       "; ask for more --steps");
+    load_params(dir, params);
+    load_optimizer(dir, optimizer);
+  });
+  std::cout << "  resumed from " << dir << " at step " << state.step << "\n";
+  return state;
+}
+
+Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dataset& data, std::int64_t grad_acc) {
+  ParamStore params(cfg.model, cfg.dtype);
+  params.init(cfg.seed);
+  Model model(params, cfg.model_options());
+  AdamW optimizer(params, cfg.adamw);
+  Training run;
+  const std::string resume = cli.get_string("resume"), save = cli.get_string("save");
+  if (!resume.empty()) {
+    const TrainerState state = resume_from(rt, resume, cfg, grad_acc * cfg.mbs, params, optimizer);
+    run.first_step = state.step;
+    run.losses = state.losses;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::int64_t step = run.first_step; step < cfg.steps; ++step) {
+    std::vector<Batch> micro;
+    for (std::int64_t j = 0; j < grad_acc; ++j) micro.push_back(data.batch(step, j * cfg.mbs, cfg.mbs, cfg.seq));
+    run.losses.push_back(accumulation_step(model, optimizer, micro));
+    std::printf("  step %3lld  loss %.4f\n", static_cast<long long>(step), run.losses.back());
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!save.empty()) {
+    const TrainerState state{cfg.steps, cfg.seed, cfg.data, cfg.seq, grad_acc * cfg.mbs, run.losses};
+    save_checkpoint(save, params, &optimizer, &state);
+    std::cout << "  saved a checkpoint to " << save << " (build/bin/usp_eval --checkpoint " << save
+              << " --text FILE evaluates it)\n";
+  }
+  return run;
+}
+
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch03_grad_accumulation", "k micro-batches give the one-big-batch update at one micro-batch's activation memory");
   cli.add_common("out/03_grad_accumulation");
@@ -53,107 +141,40 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_string("save", "", "after training, save a checkpoint (weights, optimizer, trainer state) to this folder");
   cli.add_string("resume", "", "continue the training part from a checkpoint saved with --save, up to --steps");
   if (!rt.parse(cli, argc, argv)) return 0;
-  TrainingConfig cfg;
-  std::unique_ptr<Dataset> data;
+  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const TrainingConfig& cfg = in.config;
   std::vector<std::int64_t> ks;
-  rt.agree([&] {
-    cfg = training_config_from(cli);
-    data = open_training_data(cfg);
-    ks = parse_list(cli.get_string("accum-list"));
-  });
+  rt.agree([&] { ks = parse_list(cli.get_string("accum-list")); });
   rt.require(rt.size() == 1, "chapter 03 runs on one device: launch it without mpirun (or with -np 1)");
   const std::string out = cli.get_string("out");
   const std::int64_t grad_acc = cli.get_int("grad-acc");
   std::cout << "ch03_grad_accumulation: " << cfg.model.str() << ", seq " << cfg.seq << ", micro-batch " << cfg.mbs
             << ", " << dtype_name(cfg.dtype) << "\n\n1. k micro-batches of " << cfg.mbs
             << " vs one batch of k·" << cfg.mbs << " (one AdamW step from the same weights)\n";
-  std::printf("  %3s %6s %12s %12s %14s %14s %14s\n", "k", "batch", "loss", "max|Δgrad|", "max|Δparam|*",
-              "peak act. acc", "peak act. big");
 
   make_dirs(out);
-  std::ofstream csv(out + "/accumulation.csv");
-  csv << "k,mbs,global_batch,loss_accumulated,loss_big,max_grad_diff,max_grad,max_param_diff_conditioned,"
-         "peak_activation_accumulated,peak_activation_big\n";
-  JsonWriter results;
-  results.begin_object().key("comparisons").begin_array();
+  report::Table comparisons = comparison_table();
+  comparisons.print_header(std::cout);
   for (std::int64_t k : ks) {
-    const BigBatchComparison c = compare_with_big_batch(cfg, *data, k);
-    std::printf("  %3lld %6lld %12.6f %12.3g %14.3g %11.2f MiB %11.2f MiB\n", static_cast<long long>(k),
-                static_cast<long long>(k * cfg.mbs), c.loss_accumulated, c.max_grad_diff, c.max_param_diff_conditioned,
-                static_cast<double>(c.peak_activation_accumulated) / 1048576.0,
-                static_cast<double>(c.peak_activation_big) / 1048576.0);
-    csv << k << ',' << cfg.mbs << ',' << k * cfg.mbs << ',' << c.loss_accumulated << ',' << c.loss_big << ','
-        << c.max_grad_diff << ',' << c.max_grad << ',' << c.max_param_diff_conditioned << ',' << c.peak_activation_accumulated
-        << ',' << c.peak_activation_big << '\n';
-    results.begin_object();
-    results.field("k", k).field("loss_accumulated", c.loss_accumulated).field("loss_big", c.loss_big);
-    results.field("max_grad_diff", c.max_grad_diff).field("max_param_diff", c.max_param_diff);
-    results.field("peak_activation_accumulated", c.peak_activation_accumulated);
-    results.field("peak_activation_big", c.peak_activation_big);
-    results.end_object();
+    add_comparison(comparisons, compare_with_big_batch(cfg, *in.data, k));
+    comparisons.print_row(std::cout, comparisons.rows() - 1);
   }
-  results.end_array();
+  comparisons.write_csv(out + "/accumulation.csv");
   std::cout << "  * over the weights whose gradient is at least 1e-3 of the largest: Adam's first step,\n"
                "    lr·g/(|g| + eps), is sign-like and amplifies rounding where g is near 0\n";
 
   std::cout << "\n2. training: " << cfg.steps << " steps of " << grad_acc << " micro-batches × " << cfg.mbs
             << " samples (global batch " << grad_acc * cfg.mbs << ")\n";
-  ParamStore params(cfg.model, cfg.dtype);
-  params.init(cfg.seed);
-  Model model(params, cfg.model_options());
-  AdamW optimizer(params, cfg.adamw);
-  std::vector<double> losses;
-  std::int64_t first_step = 0;
-  const std::string resume = cli.get_string("resume"), save = cli.get_string("save");
-  if (!resume.empty()) {
-    // The checkpoint must describe this run: same shape, data, sequence and global batch.
-    TrainerState state;
-    rt.agree([&] {
-      state = load_trainer_state(resume);
-      const ModelConfig saved = load_config(resume);
-      if (saved.num_parameters() != cfg.model.num_parameters() || saved.layers != cfg.model.layers ||
-          saved.hidden != cfg.model.hidden || saved.heads != cfg.model.heads || saved.kv_heads != cfg.model.kv_heads)
-        throw UsageError("--resume " + resume + " holds a different model (" + saved.str() + ")");
-      if (state.data != cfg.data || state.seq != cfg.seq || state.global_batch != grad_acc * cfg.mbs ||
-          state.seed != cfg.seed)
-        throw UsageError("--resume " + resume + " was saved with --data " + state.data + " --seq " +
-                         std::to_string(state.seq) + ", a global batch of " + std::to_string(state.global_batch) +
-                         " and --seed " + std::to_string(state.seed) + "; run with the same");
-      if (state.step >= cfg.steps)
-        throw UsageError("--resume " + resume + " is already at step " + std::to_string(state.step) +
-                         "; ask for more --steps");
-      load_params(resume, params);
-      load_optimizer(resume, optimizer);
-    });
-    first_step = state.step;
-    losses = state.losses;
-    std::cout << "  resumed from " << resume << " at step " << first_step << "\n";
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::int64_t step = first_step; step < cfg.steps; ++step) {
-    std::vector<Batch> micro;
-    for (std::int64_t j = 0; j < grad_acc; ++j) micro.push_back(data->batch(step, j * cfg.mbs, cfg.mbs, cfg.seq));
-    losses.push_back(accumulation_step(model, optimizer, micro));
-    std::printf("  step %3lld  loss %.4f\n", static_cast<long long>(step), losses.back());
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!save.empty()) {
-    const TrainerState state{cfg.steps, cfg.seed, cfg.data, cfg.seq, grad_acc * cfg.mbs, losses};
-    save_checkpoint(save, params, &optimizer, &state);
-    std::cout << "  saved a checkpoint to " << save << " (build/bin/usp_eval --checkpoint " << save
-              << " --text FILE evaluates it)\n";
-  }
-  results.field("grad_acc", grad_acc).field("global_batch", grad_acc * cfg.mbs);
-  results.end_object();
+  const Training run = train(rt, cli, cfg, *in.data, grad_acc);
 
-  TrainingSummary summary;
-  summary.chapter = "03_grad_accumulation";
-  summary.losses = losses;
-  summary.tokens_per_second =
-      static_cast<double>((cfg.steps - first_step) * grad_acc * cfg.tokens_per_micro_batch()) / seconds;
-  summary.flags_json = cli.values_json();
-  summary.chapter_json = results.str();
-  write_training_summary(rt.world(), out + "/summary.json", summary);
+  JsonWriter results;
+  results.begin_object().key("comparisons");
+  comparisons.write_json(results);
+  results.field("grad_acc", grad_acc).field("global_batch", grad_acc * cfg.mbs).end_object();
+  const double tokens = static_cast<double>((cfg.steps - run.first_step) * grad_acc * cfg.tokens_per_micro_batch());
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "03_grad_accumulation", .losses = run.losses, .tokens_per_second = tokens / run.seconds,
+                          .flags_json = cli.values_json(), .chapter_json = results.str()});
   std::cout << "\nwrote " << out << "/summary.json and accumulation.csv\n";
   return 0;
 }

@@ -18,19 +18,18 @@
 //   mpirun -np 4 build/bin/ch04_data_parallel [--dp-mode naive|overlap|bucketing|all]
 //          [--grad-acc 2] [--bucket-mb 1] [--mbs 4] [--steps 5]
 //   ./usp run 04
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "chapters/04_data_parallel/dp_comparison.hpp"
+#include "chapters/04_data_parallel/dp_report.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
-#include "chapters/04_data_parallel/dp_comparison.hpp"
 
 namespace {
 
@@ -46,20 +45,15 @@ std::string text_of(double v) {
 }
 
 struct Setup {
-  TrainingConfig train;
-  std::unique_ptr<Dataset> data;
+  TrainingInputs in;
   std::int64_t grad_acc = 1, global_batch = 0, bucket_cap = 0;
-  std::vector<DpMode> modes;
+  std::vector<DpMode> modes = {};
   bool baseline = true;
 };
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s;
-  rt.agree([&] {
-    s.train = training_config_from(cli);
-    s.data = open_training_data(s.train);
-  });
+  Setup s{agree_training_inputs(rt, cli)};
   const std::string device = cli.get_string("device"), backend = cli.get_string("backend");
   rt.require(device == "auto" || device == "cpu",
              "chapter 04 trains on CPU ranks (the model has no CUDA path yet): use --device cpu or leave it at auto");
@@ -71,7 +65,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
              "--bucket-mb must be > 0 (the bucket cap in MiB; 0.25 is 256 KiB), got " + text_of(bucket_mb));
 
   // global batch = mbs × grad-acc × dp (the playbook's gbs = mbs × grad_acc × dp).
-  const std::int64_t dp = rt.size(), mbs = s.train.mbs, gbs = cli.get_int("global-batch");
+  const std::int64_t dp = rt.size(), mbs = s.in.config.mbs, gbs = cli.get_int("global-batch");
   s.grad_acc = cli.get_int("grad-acc");
   if (gbs > 0) {
     const std::string per_step = "mbs × dp = " + std::to_string(mbs) + " × " + std::to_string(dp) + " = " +
@@ -94,47 +88,64 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
   return s;
 }
 
-// "model.layers.3.mlp.down_proj.weight" -> "layers.3.mlp.down_proj", for the printed plan.
-std::string short_name(std::string name) {
-  if (name.rfind("model.", 0) == 0) name = name.substr(6);
-  const std::string suffix = ".weight";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-    name.resize(name.size() - suffix.size());
-  return name;
+void print_intro(std::ostream& out, const Setup& s, int dp, std::int64_t grad_bytes) {
+  const TrainingConfig& tc = s.in.config;
+  out << "ch04_data_parallel: " << tc.model.str() << " (Ψ = " << tc.model.num_parameters() << " parameters, "
+      << grad_bytes << " bytes of gradients), seq " << tc.seq << ", " << dtype_name(tc.dtype) << "\n"
+      << "  dp " << dp << " × grad-acc " << s.grad_acc << " × mbs " << tc.mbs << " = global batch " << s.global_batch
+      << " samples (" << s.global_batch * tc.seq << " tokens) per step, " << tc.steps << " steps\n";
+  if (dp == 1) out << "  (one rank: nothing to synchronise; launch with mpirun -np 4, or ./usp run 04)\n";
+  out << "\n";
 }
 
-void print_plan(const BucketPlan& plan, const std::vector<ParamInfo>& layout, std::ostream& out) {
-  out << "bucket plan: cap " << plan.cap_bytes << " bytes, " << plan.buckets.size()
-      << " buckets, filled in reverse parameter order\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "  %6s %6s  %-60s %10s\n", "bucket", "params", "from .. to (backward order)", "bytes");
+// The bucket plan is a pure function of the layout (exercise 04.1): made on every rank, printed
+// and written once. Returns "" or, while the exercise is a stub, its message.
+std::string bucket_plan_part(Runtime& rt, const std::vector<ParamInfo>& layout, const Setup& s,
+                             const std::string& out_dir, BucketPlan& plan) {
+  const std::string no_plan =
+      rt.skip_if_not_implemented([&] { plan = bucket_plan(layout, s.bucket_cap, s.in.config.dtype); });
+  if (rt.is_root() && no_plan.empty()) {
+    const report::Table table = bucket_plan_table(plan, layout);
+    print_plan(std::cout, plan, table);
+    table.write_csv(out_dir + "/bucket_plan.csv");
+    std::cout << "\n";
+  } else if (rt.is_root()) {
+    std::cout << "bucket plan: not available, " << no_plan << "\n\n";
+  }
+  return no_plan;
+}
+
+// Each --dp-mode variant in turn (collective); a variant whose exercise is a stub is skipped on
+// every rank together.
+std::vector<VariantRun> run_variants(Runtime& rt, const Setup& s, bool no_plan, const std::string& out_dir) {
+  std::vector<VariantRun> runs;
+  for (DpMode mode : s.modes) {
+    if (mode == DpMode::bucketing && no_plan) {
+      if (rt.is_root()) std::cout << "bucketing: skipped until exercise 04.1 is written\n";
+      continue;
+    }
+    const DpConfig cfg{s.in.config, s.grad_acc, mode, s.bucket_cap};
+    const std::string skipped = rt.skip_if_not_implemented(
+        [&] { runs.push_back(run_variant(cfg, rt.world(), *s.in.data, s.in.config.steps, out_dir)); });
+    if (rt.is_root() && !skipped.empty()) std::cout << dp_mode_name(mode) << ": skipped, " << skipped << "\n";
+  }
+  return runs;
+}
+
+// Rank 0's terminal report of the variants that ran; returns whether their exact counts hold.
+bool print_variants(std::ostream& out, const std::vector<VariantRun>& runs, const VariantsContext& c,
+                    const report::Table& table, std::size_t dtype_bytes) {
+  print_losses(out, runs, c.baseline);
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "\n  ring all-reduce of every gradient: 2(N-1)/N · Ψ · %zu = %.0f bytes sent per rank per step\n",
+                dtype_bytes, c.ring_bytes);
   out << line;
-  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-    const Bucket& k = plan.buckets[b];
-    std::string span = short_name(layout[static_cast<std::size_t>(k.params.front())].name);
-    if (k.params.size() > 1) span += " .. " + short_name(layout[static_cast<std::size_t>(k.params.back())].name);
-    std::snprintf(line, sizeof line, "  %6zu %6zu  %-60s %10lld\n", b, k.params.size(), span.c_str(),
-                  static_cast<long long>(k.bytes));
-    out << line;
-  }
-}
-
-void write_plan_csv(const std::string& path, const BucketPlan& plan, const std::vector<ParamInfo>& layout) {
-  std::ofstream csv(path);
-  csv << "bucket,first_param,last_param,num_params,begin,end,bytes\n";
-  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-    const Bucket& k = plan.buckets[b];
-    csv << b << ',' << layout[static_cast<std::size_t>(k.params.front())].name << ','
-        << layout[static_cast<std::size_t>(k.params.back())].name << ',' << k.params.size() << ',' << k.begin
-        << ',' << k.end << ',' << k.bytes << '\n';
-  }
-}
-
-double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
-  return worst;
+  table.print(out);
+  out << "  (per step, mean over the ranks and the steps after the first. comm: each all-reduce from its start\n"
+         "   on the progress thread to its completion, waiting for the other ranks included; hidden: the part\n"
+         "   of it during backward compute; exposed: the rest. peak: rank 0's tracked bytes, all categories.)\n";
+  return check_counts(out, runs, c);
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
@@ -151,166 +162,47 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_float("bucket-mb", 1.0, "bucket cap in MiB for --dp-mode bucketing (fractions allowed)");
   cli.add_flag("no-baseline", "skip the single-rank baseline run (rank 0, the whole global batch)");
   if (!rt.parse(cli, argc, argv)) return 0;
-  Setup setup = read_setup(rt, cli);
-  Communicator& comm = rt.world();
-  const int dp = comm.size();
+  const Setup setup = read_setup(rt, cli);
+  const TrainingConfig& tc = setup.in.config;
+  const int dp = rt.size();
   const bool root = rt.is_root();
   const std::string out_dir = cli.get_string("out");
-  const TrainingConfig& tc = setup.train;
-  std::ostream& out = std::cout;  // rank 0 prints
-
   const std::vector<ParamInfo> layout = llama_param_layout(tc.model);  // names and offsets, no memory
   const std::int64_t psi = tc.model.num_parameters(), grad_bytes = psi * static_cast<std::int64_t>(dtype_size(tc.dtype));
-  if (root) {
-    out << "ch04_data_parallel: " << tc.model.str() << " (Ψ = " << psi << " parameters, " << grad_bytes
-        << " bytes of gradients), seq " << tc.seq << ", " << dtype_name(tc.dtype) << "\n"
-        << "  dp " << dp << " × grad-acc " << setup.grad_acc << " × mbs " << tc.mbs << " = global batch "
-        << setup.global_batch << " samples (" << setup.global_batch * tc.seq << " tokens) per step, " << tc.steps
-        << " steps\n";
-    if (dp == 1) out << "  (one rank: nothing to synchronise; launch with mpirun -np 4, or ./usp run 04)\n";
-    out << "\n";
-  }
+  if (root) print_intro(std::cout, setup, dp, grad_bytes);
   if (root) make_dirs(out_dir);  // rank 0 writes every file
 
-  // The bucket plan is a pure function of the layout: print it once (exercise 04.1).
   BucketPlan plan;
-  bool have_plan = false;
-  try {
-    plan = bucket_plan(layout, setup.bucket_cap, tc.dtype);
-    have_plan = true;
-    if (root) {
-      print_plan(plan, layout, out);
-      write_plan_csv(out_dir + "/bucket_plan.csv", plan, layout);
-      out << "\n";
-    }
-  } catch (const NotImplemented& e) {
-    if (root) out << "bucket plan: not available, " << e.what() << "\n\n";
-  }
+  const std::string no_plan = bucket_plan_part(rt, layout, setup, out_dir, plan);
 
   // The baseline first, on rank 0 alone; the variants' memory peaks are taken afterwards.
-  std::vector<double> baseline;
-  if (setup.baseline && root) baseline = run_baseline(tc, *setup.data, setup.global_batch, tc.steps);
-  comm.barrier();
+  VariantsContext c{dp, setup.grad_acc, setup.global_batch, tc.seq, 2.0 * (dp - 1) / dp * static_cast<double>(grad_bytes)};
+  if (setup.baseline && root) c.baseline = run_baseline(tc, *setup.in.data, setup.global_batch, tc.steps);
+  rt.world().barrier();
+  const std::vector<VariantRun> runs = run_variants(rt, setup, !no_plan.empty(), out_dir);
+  const report::Table variants = variants_table(runs, c);
+  const bool checks_ok = !root || runs.empty() || print_variants(std::cout, runs, c, variants, dtype_size(tc.dtype));
 
-  std::vector<VariantRun> runs;
-  for (DpMode mode : setup.modes) {
-    if (mode == DpMode::bucketing && !have_plan) {
-      if (root) out << "bucketing: skipped until exercise 04.1 is written\n";
-      continue;
-    }
-    DpConfig cfg{tc, setup.grad_acc, mode, setup.bucket_cap};
-    try {
-      runs.push_back(run_variant(cfg, comm, *setup.data, tc.steps, out_dir));
-    } catch (const NotImplemented& e) {
-      // The stub throws on every rank at the first gradient, before any all-reduce of the step.
-      if (root) out << dp_mode_name(mode) << ": skipped, " << e.what() << "\n";
-    }
-  }
-
-  // Ring all-reduce of every gradient: each rank sends 2(N-1)/N · Ψ · bytes per element.
-  const double ring_bytes = 2.0 * (dp - 1) / dp * static_cast<double>(grad_bytes);
-  bool checks_ok = true;
-  if (root && !runs.empty()) {
-    out << "\nlosses (mean over the global batch)\n  step";
-    if (!baseline.empty()) out << "       1 rank";
-    for (const auto& r : runs) std::printf("%13s", dp_mode_name(r.mode));
-    std::fflush(stdout);
-    out << "\n";
-    for (std::int64_t s = 0; s < tc.steps; ++s) {
-      std::printf("  %4lld", static_cast<long long>(s));
-      if (!baseline.empty()) std::printf("  %11.7f", baseline[static_cast<std::size_t>(s)]);
-      for (const auto& r : runs) std::printf("  %11.7f", r.losses[static_cast<std::size_t>(s)]);
-      std::printf("\n");
-    }
-    if (!baseline.empty()) {
-      std::printf("  max |Δloss|/loss vs 1 rank:");
-      for (const auto& r : runs) std::printf("  %s %.1e", dp_mode_name(r.mode), max_rel_diff(r.losses, baseline));
-      std::printf("  (fp32 reduction order)\n");
-    }
-
-    std::printf("\n  ring all-reduce of every gradient: 2(N-1)/N · Ψ · %zu = %.0f bytes sent per rank per step\n",
-                dtype_size(tc.dtype), ring_bytes);
-    std::printf("  %-10s %8s %9s %12s %11s %12s %9s %8s %11s %9s\n", "variant", "step ms", "tokens/s", "all-reduces",
-                "bytes/step", "backward ms", "comm ms", "hidden", "exposed ms", "peak MiB");
-    for (const auto& r : runs) {
-      const double per = static_cast<double>(r.timed_steps) * dp * 1e3;  // us summed over ranks and steps -> ms per step
-      std::printf("  %-10s %8.1f %9.0f %12lld %11lld %12.1f %9.1f %7.1f%% %11.1f %9.2f\n", dp_mode_name(r.mode),
-                  r.step_seconds * 1e3, static_cast<double>(setup.global_batch * tc.seq) / r.step_seconds,
-                  static_cast<long long>(r.collectives_per_step), static_cast<long long>(r.bytes_per_step),
-                  r.overlap.backward_us / per, r.overlap.comm_us / per, 100.0 * r.overlap.fraction(),
-                  r.overlap.exposed_us() / per, static_cast<double>(r.peak_total) / kMiB);
-    }
-    std::fflush(stdout);
-    out << "  (per step, mean over the ranks and the steps after the first. comm: each all-reduce from its start\n"
-           "   on the progress thread to its completion, waiting for the other ranks included; hidden: the part\n"
-           "   of it during backward compute; exposed: the rest. peak: rank 0's tracked bytes, all categories.)\n";
-
-    for (const auto& r : runs) {
-      // Exact counts, every rank (the bytes: rank 0's; every rank sends the same in a ring).
-      const bool count_ok = r.collectives_per_step == r.expected_collectives;
-      const bool bytes_ok = std::fabs(static_cast<double>(r.bytes_per_step) - ring_bytes) < static_cast<double>(r.collectives_per_step);
-      if (!count_ok || !bytes_ok || !r.quiet_micro_batches) {
-        checks_ok = false;
-        out << "error: " << dp_mode_name(r.mode) << ": " << r.collectives_per_step << " all-reduces per step (expected "
-            << r.expected_collectives << "), " << r.bytes_per_step << " bytes (expected " << ring_bytes << "), "
-            << (r.quiet_micro_batches ? "" : "an all-reduce during a non-final micro-batch") << "\n";
-      }
-    }
-    if (setup.grad_acc > 1 && checks_ok)
-      out << "  gradient accumulation: no all-reduce during the " << setup.grad_acc - 1 << " non-final micro-batch"
-          << (setup.grad_acc > 2 ? "es" : "") << " of any step, on any rank; all of them in the last one\n";
-  }
-
-  // Files: variants.csv and summary.json (the last variant's losses and throughput).
   JsonWriter results;
   results.begin_object().field("grad_acc", setup.grad_acc).field("global_batch", setup.global_batch);
   results.field("bucket_cap_bytes", setup.bucket_cap).field("parameters", psi).field("gradient_bytes", grad_bytes);
-  results.field("ring_bytes_per_step", ring_bytes).field("buckets", have_plan ? static_cast<std::int64_t>(plan.buckets.size()) : 0);
-  if (!baseline.empty()) results.key("baseline_losses").array(baseline);
-  results.key("variants").begin_array();
-  std::ofstream csv;
-  if (root) {
-    csv.open(out_dir + "/variants.csv");
-    csv << "mode,dp,grad_acc,global_batch,step_ms,tokens_per_s,all_reduces_per_step,bytes_per_step,ring_bytes,"
-           "backward_ms_per_step,comm_ms_per_step,hidden_ms_per_step,hidden_fraction,comm_spans,overlapping_spans,"
-           "peak_bytes\n";
-  }
-  for (const auto& r : runs) {
-    const double steps_ranks = static_cast<double>(r.timed_steps) * dp;
-    const double tokens_per_s = static_cast<double>(setup.global_batch * tc.seq) / r.step_seconds;
-    results.begin_object().field("mode", dp_mode_name(r.mode)).key("losses").array(r.losses);
-    results.field("step_seconds", r.step_seconds).field("tokens_per_second", tokens_per_s);
-    results.field("all_reduces_per_step", r.collectives_per_step).field("bytes_per_step", r.bytes_per_step);
-    results.field("quiet_micro_batches", r.quiet_micro_batches);
-    results.field("backward_us", r.overlap.backward_us).field("comm_us", r.overlap.comm_us).field("hidden_us", r.overlap.hidden_us);
-    results.field("hidden_fraction", r.overlap.fraction()).field("peak_bytes", r.peak_total);
-    if (!baseline.empty()) results.field("max_rel_loss_diff_vs_baseline", max_rel_diff(r.losses, baseline));
-    results.end_object();
-    if (root)
-      csv << dp_mode_name(r.mode) << ',' << dp << ',' << setup.grad_acc << ',' << setup.global_batch << ','
-          << r.step_seconds * 1e3 << ',' << tokens_per_s << ',' << r.collectives_per_step << ',' << r.bytes_per_step << ','
-          << ring_bytes << ',' << r.overlap.backward_us / steps_ranks / 1e3 << ',' << r.overlap.comm_us / steps_ranks / 1e3 << ','
-          << r.overlap.hidden_us / steps_ranks / 1e3 << ',' << r.overlap.fraction() << ',' << r.overlap.comm_spans << ','
-          << r.overlap.overlapping_spans << ',' << r.peak_total << '\n';
-  }
-  results.end_array().end_object();
-
-  TrainingSummary summary;
-  summary.chapter = "04_data_parallel";
-  summary.dp = dp;
-  if (!runs.empty()) {
-    summary.losses = runs.back().losses;
-    summary.tokens_per_second = static_cast<double>(setup.global_batch * tc.seq) / runs.back().step_seconds;
-  }
-  summary.flags_json = cli.values_json();
-  summary.chapter_json = results.str();
-  write_training_summary(comm, out_dir + "/summary.json", summary);
+  results.field("ring_bytes_per_step", c.ring_bytes).field("buckets", static_cast<std::int64_t>(plan.buckets.size()));
+  if (!c.baseline.empty()) results.key("baseline_losses").array(c.baseline);
+  results.key("variants");
+  variants.write_json(results);
+  results.end_object();
+  if (root) variants.write_csv(out_dir + "/variants.csv");
+  write_training_summary(rt.world(), out_dir + "/summary.json",
+                         {.chapter = "04_data_parallel",
+                          .losses = runs.empty() ? std::vector<double>{} : runs.back().losses,
+                          .tokens_per_second = runs.empty() ? 0.0 : static_cast<double>(setup.global_batch * tc.seq) /
+                                                                        runs.back().step_seconds,
+                          .dp = dp, .flags_json = cli.values_json(), .chapter_json = results.str()});
   if (root)
-    out << "\nwrote " << out_dir << "/summary.json, variants.csv" << (have_plan ? ", bucket_plan.csv" : "")
-        << " and trace_<variant>.json/.csv (open in https://ui.perfetto.dev)\n";
+    std::cout << "\nwrote " << out_dir << "/summary.json, variants.csv" << (no_plan.empty() ? ", bucket_plan.csv" : "")
+              << " and trace_<variant>.json/.csv (open in https://ui.perfetto.dev)\n";
   // A wrong count is a failed run, not just a line in the log.
-  const bool all_ok = mean_over_ranks(comm, {checks_ok ? 1.0 : 0.0})[0] == 1.0;
-  return all_ok ? 0 : 1;
+  return mean_over_ranks(rt.world(), {checks_ok ? 1.0 : 0.0})[0] == 1.0 ? 0 : 1;
 }
 
 }  // namespace

@@ -82,6 +82,64 @@ void print_ladder(std::ostream& out) {
         << std::string(24, ' ') << r.file << "\n";
 }
 
+void add_flags(Cli& cli) {
+  cli.add_common("out/11_gpu_primer");
+  cli.add_choice("part", "all", {"matmul", "divergence", "all"}, "what to run");
+  cli.add_string("sizes", kDefaultSizes, "matrix sizes M = N = K, comma-separated");
+  cli.add_string("kernels", "all", "rungs to run, comma-separated (cuBLAS always runs), or all");
+  cli.add_int("iters", 20, "timed runs per kernel and size (the median is reported)", 1, 100000);
+  cli.add_int("warmup", 3, "untimed runs before timing", 0, 100000);
+  cli.add_float("alpha", 1.0, "C = alpha·A·B + beta·C");
+  cli.add_float("beta", 0.5, "C = alpha·A·B + beta·C");
+  cli.add_int("divergence-n", 1 << 22, "elements of the divergence demonstration", 1, std::int64_t{1} << 30);
+  cli.add_int("divergence-iters", 256, "steps of branch work per element", 0, 1 << 20);
+  cli.add_flag("list", "print the ladder (rungs, files, ideas) and exit");
+}
+
+#if defined(USP_HAVE_CUDA)
+SweepConfig matmul_config(const Cli& cli, std::vector<int> sizes, std::vector<std::string> kernels, int device) {
+  SweepConfig config;
+  config.sizes = std::move(sizes);
+  config.kernels = std::move(kernels);
+  config.warmup = static_cast<int>(cli.get_int("warmup"));
+  config.iters = static_cast<int>(cli.get_int("iters"));
+  config.alpha = static_cast<float>(cli.get_float("alpha"));
+  config.beta = static_cast<float>(cli.get_float("beta"));
+  config.seed = static_cast<std::uint64_t>(cli.get_int("seed"));
+  config.device = device;
+  return config;
+}
+
+// summary.json: every kernel's and arrangement's numbers and whether all were verified; returns that.
+bool write_summary(const std::string& path, const Cli& cli, const std::vector<SweepRow>& rows,
+                   const std::vector<DivergenceRow>& divergence) {
+  bool all_verified = true;
+  JsonWriter w;
+  w.begin_object();
+  w.field("chapter", "11_gpu_primer").field("device", cuda::device_name()).key("flags").raw(cli.values_json());
+  w.key("kernels").begin_array();
+  for (const SweepRow& r : rows) {
+    all_verified = all_verified && r.verified;
+    w.begin_object().field("kernel", r.kernel).field("precision", r.precision).field("M", r.M).field("N", r.N);
+    w.field("K", r.K).field("time_ms", r.time_ms).field("gflops", r.gflops).field("pct_of_cublas", r.pct_of_cublas);
+    w.field("max_abs_err", r.max_abs_err).field("worst_err_over_tol", r.worst_ratio).field("verified", r.verified);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("divergence").begin_array();
+  for (const DivergenceRow& d : divergence) {
+    all_verified = all_verified && d.verified;
+    w.begin_object().field("arrangement", d.arrangement).field("n", d.n).field("iters", d.iters);
+    w.field("time_ms", d.time_ms).field("max_abs_err", d.max_abs_err).field("verified", d.verified).end_object();
+  }
+  w.end_array();
+  w.field("all_verified", all_verified);
+  w.end_object();
+  w.write_file(path);
+  return all_verified;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,17 +149,7 @@ int main(int argc, char** argv) {
             "tiling -> 1-D and 2-D register blocking -> 16-byte loads -> warp tiling) and a bf16\n"
             "tensor-core kernel, each checked element by element and timed against cuBLAS; and a\n"
             "control-divergence demonstration. Needs a CUDA GPU; --list shows the ladder anywhere.");
-    cli.add_common("out/11_gpu_primer");
-    cli.add_choice("part", "all", {"matmul", "divergence", "all"}, "what to run");
-    cli.add_string("sizes", kDefaultSizes, "matrix sizes M = N = K, comma-separated");
-    cli.add_string("kernels", "all", "rungs to run, comma-separated (cuBLAS always runs), or all");
-    cli.add_int("iters", 20, "timed runs per kernel and size (the median is reported)", 1, 100000);
-    cli.add_int("warmup", 3, "untimed runs before timing", 0, 100000);
-    cli.add_float("alpha", 1.0, "C = alpha·A·B + beta·C");
-    cli.add_float("beta", 0.5, "C = alpha·A·B + beta·C");
-    cli.add_int("divergence-n", 1 << 22, "elements of the divergence demonstration", 1, std::int64_t{1} << 30);
-    cli.add_int("divergence-iters", 256, "steps of branch work per element", 0, 1 << 20);
-    cli.add_flag("list", "print the ladder (rungs, files, ideas) and exit");
+    add_flags(cli);
     if (!rt.parse(cli, argc, argv)) return 0;
 
     if (cli.get_flag("list")) {
@@ -140,47 +188,14 @@ int main(int argc, char** argv) {
 
     std::vector<SweepRow> rows;
     std::vector<DivergenceRow> divergence;
-    if (all || part == "matmul") {
-      SweepConfig config;
-      config.sizes = sizes;
-      config.kernels = kernels;
-      config.warmup = static_cast<int>(cli.get_int("warmup"));
-      config.iters = static_cast<int>(cli.get_int("iters"));
-      config.alpha = static_cast<float>(cli.get_float("alpha"));
-      config.beta = static_cast<float>(cli.get_float("beta"));
-      config.seed = static_cast<std::uint64_t>(cli.get_int("seed"));
-      config.device = dev.index;
-      rows = run_sweep(config, out);
-    }
+    if (all || part == "matmul") rows = run_sweep(matmul_config(cli, sizes, kernels, dev.index), out);
     if (all || part == "divergence")
       divergence = run_divergence(cli.get_int("divergence-n"), static_cast<int>(cli.get_int("divergence-iters")),
                                   static_cast<int>(cli.get_int("warmup")), static_cast<int>(cli.get_int("iters")),
                                   dev.index, out);
 
     make_dirs(out_dir);
-    bool all_verified = true;
-    JsonWriter w;
-    w.begin_object();
-    w.field("chapter", "11_gpu_primer").field("device", cuda::device_name()).key("flags").raw(cli.values_json());
-    w.key("kernels").begin_array();
-    for (const SweepRow& r : rows) {
-      all_verified = all_verified && r.verified;
-      w.begin_object().field("kernel", r.kernel).field("precision", r.precision).field("M", r.M).field("N", r.N);
-      w.field("K", r.K).field("time_ms", r.time_ms).field("gflops", r.gflops).field("pct_of_cublas", r.pct_of_cublas);
-      w.field("max_abs_err", r.max_abs_err).field("worst_err_over_tol", r.worst_ratio).field("verified", r.verified);
-      w.end_object();
-    }
-    w.end_array();
-    w.key("divergence").begin_array();
-    for (const DivergenceRow& d : divergence) {
-      all_verified = all_verified && d.verified;
-      w.begin_object().field("arrangement", d.arrangement).field("n", d.n).field("iters", d.iters);
-      w.field("time_ms", d.time_ms).field("max_abs_err", d.max_abs_err).field("verified", d.verified).end_object();
-    }
-    w.end_array();
-    w.field("all_verified", all_verified);
-    w.end_object();
-    w.write_file(out_dir + "/summary.json");
+    const bool all_verified = write_summary(out_dir + "/summary.json", cli, rows, divergence);
     if (!rows.empty()) write_kernels_csv(out_dir + "/kernels.csv", rows);
     if (!divergence.empty()) write_divergence_csv(out_dir + "/divergence.csv", divergence);
     out << "wrote " << out_dir << "/summary.json" << (rows.empty() ? "" : ", kernels.csv")
