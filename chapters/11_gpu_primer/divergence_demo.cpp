@@ -3,10 +3,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
+#include "common/io/output_file.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
 #include "chapters/11_gpu_primer/event_timer.hpp"
@@ -67,13 +68,12 @@ std::vector<DivergenceRow> run_divergence(std::int64_t n, int iters, int warmup,
 }
 
 void write_divergence_csv(const std::string& path, const std::vector<DivergenceRow>& rows) {
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write " + path);
+  std::ostringstream f;
   f << "arrangement,n,iters,time_ms,max_abs_err,verified\n";
   for (const DivergenceRow& r : rows)
     f << r.arrangement << ',' << r.n << ',' << r.iters << ',' << r.time_ms << ',' << r.max_abs_err << ','
       << (r.verified ? 1 : 0) << '\n';
-  if (!f) throw Error("error while writing " + path);
+  write_file_atomic(path, f.str());
 }
 
 }  // namespace usp::ch11

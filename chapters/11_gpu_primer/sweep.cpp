@@ -2,12 +2,13 @@
 #include "chapters/11_gpu_primer/sweep.hpp"
 
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <iomanip>
 #include <map>
 
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
+#include "common/io/output_file.hpp"
 #include "common/tensor.hpp"
 #include "chapters/11_gpu_primer/event_timer.hpp"
 #include "kernels/matmul/reference.hpp"
@@ -144,15 +145,14 @@ std::vector<SweepRow> run_sweep(const SweepConfig& config, std::ostream& out) {
 }
 
 void write_kernels_csv(const std::string& path, const std::vector<SweepRow>& rows) {
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write " + path);
+  std::ostringstream f;
   f << "kernel,M,N,K,time_ms,gflops,pct_of_cublas,max_abs_err,precision,worst_err_over_tol,verified\n";
   f << std::setprecision(9);
   for (const SweepRow& r : rows)
     f << r.kernel << ',' << r.M << ',' << r.N << ',' << r.K << ',' << r.time_ms << ',' << r.gflops << ','
       << r.pct_of_cublas << ',' << r.max_abs_err << ',' << r.precision << ',' << r.worst_ratio << ','
       << (r.verified ? 1 : 0) << '\n';
-  if (!f) throw Error("error while writing " + path);
+  write_file_atomic(path, f.str());
 }
 
 }  // namespace usp::ch11
