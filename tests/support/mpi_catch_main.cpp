@@ -28,7 +28,7 @@ Runtime& runtime() { return *g_runtime; }
 namespace {
 
 // A failure that cuts a test case short on this rank: a REQUIRE or FAIL (which throw out of the
-// test case), an exception escaping it, a signal. From there on this rank runs other code than
+// test case), or an exception escaping it. From there on this rank runs other code than
 // its peers: they may wait forever in the test case's next collective, or worse, that collective
 // may match an unrelated one of this rank's next test case (MPI matches collectives by order
 // only) and deliver wrong data. So on a multi-rank run such a failure ends the job at once with
@@ -56,7 +56,8 @@ class RankFailureListener : public Catch::TestEventListenerBase {
     } else {
       out << r.getMessage();
     }
-    for (const auto& info : stats.infoMessages) out << " [with " << info.message << "]";
+    for (const auto& info : stats.infoMessages)  // INFO and CAPTURE (an exception's text is already out)
+      if (info.message != r.getMessage()) out << " [with " << info.message << "]";
     out << " -- the other ranks cannot go on without it, so the job ends here";
     std::cerr << out.str() << std::endl;
     rt.abort(1);
@@ -65,7 +66,9 @@ class RankFailureListener : public Catch::TestEventListenerBase {
  private:
   static bool cuts_test_case_short(const Catch::AssertionResult& r) {
     switch (r.getResultType()) {
-      case Catch::ResultWas::FatalErrorCondition: return true;
+      // A signal: Catch reports it and re-raises it, so this rank dies and mpirun ends the job
+      // anyway. (It is also how a rank sees the SIGTERM of a job another rank aborted.)
+      case Catch::ResultWas::FatalErrorCondition: return false;
       // Inside a CHECK_NOTHROW (or CHECK(f()) with f throwing) the test case goes on; one that
       // escaped the test case is reported with no macro name.
       case Catch::ResultWas::ThrewException:
