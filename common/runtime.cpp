@@ -56,7 +56,7 @@ Runtime::Runtime(int& argc, char**& argv) {
 #endif
   control_ = world_->split(0, rank_);
   try {
-    agree([&] {
+    agree_on(*control_, [&] {
       if (!bad_timeout.empty()) throw UsageError(bad_timeout);
     });
   } catch (const CollectiveExit&) {
@@ -150,7 +150,9 @@ std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend bac
   throw Error("make_world: unreachable");
 }
 
-void Runtime::agree(const std::function<void()>& step) {
+void Runtime::agree(const std::function<void()>& step) { agree_on(*world_, step); }
+
+void Runtime::agree_on(Communicator& comm, const std::function<void()>& step) {
   std::string message;
   bool failed = false;
   try {
@@ -162,7 +164,7 @@ void Runtime::agree(const std::function<void()>& step) {
   // Every rank learns the lowest failing rank; that one alone prints.
   Tensor first = Tensor::empty({1}, DType::i32);
   first.data<std::int32_t>()[0] = failed ? rank_ : size_;
-  world_->all_reduce(first, ReduceOp::min);
+  comm.all_reduce(first, ReduceOp::min);
   const int who = first.data<std::int32_t>()[0];
   if (who < size_) {
     if (who == rank_) std::cerr << "error: " << message << std::endl;

@@ -77,6 +77,9 @@ class Runtime {
   bool ranks_share_gpu(Device device);
   // The watchdog's view of a wait on every other rank of the world (start-up, shut-down).
   watchdog::Subject world_wait(const char* what) const;
+  // agree over comm: agree() goes over the world (its all-reduce is part of the world's traffic
+  // that chapters report, as it always was); the start-up check over control_.
+  void agree_on(Communicator& comm, const std::function<void()>& step);
   // Frees the communicators and finalises MPI (if this Runtime initialised it).
   void shutdown();
 
