@@ -1,9 +1,11 @@
 #include "common/runtime.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "common/comm/backends.hpp"
 #include "common/cuda_support.hpp"
@@ -16,6 +18,16 @@
 namespace usp {
 
 Runtime::Runtime(int& argc, char**& argv) {
+  // The watchdog's timeout, before the first wait on other ranks. A bad value is reported
+  // below, once every rank can take part in agreeing on it.
+  std::string bad_timeout;
+  if (const char* env = std::getenv("USP_COMM_TIMEOUT")) {
+    try {
+      watchdog::set_timeout(watchdog::parse_timeout(env));
+    } catch (const UsageError& e) {
+      bad_timeout = e.what();
+    }
+  }
 #if defined(USP_HAVE_MPI)
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -28,28 +40,54 @@ Runtime::Runtime(int& argc, char**& argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &local_rank_);
-  MPI_Comm_size(node, &local_size_);
-  MPI_Comm_free(&node);
-  world_ = make_mpi_world();
+  {
+    const watchdog::Watch watch(world_wait("MPI start-up"));  // collective calls on the world
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank_);
+    MPI_Comm_size(node, &local_size_);
+    MPI_Comm_free(&node);
+    world_ = make_mpi_world();
+  }
 #else
   (void)argc;
   (void)argv;
   world_ = make_self_communicator(Device::cpu());
 #endif
+  control_ = world_->split(0, rank_);
+  try {
+    agree_on(*control_, [&] {
+      if (!bad_timeout.empty()) throw UsageError(bad_timeout);
+    });
+  } catch (const CollectiveExit&) {
+    shutdown();  // the destructor of a Runtime that throws from its constructor never runs
+    throw;
+  }
 }
 
-Runtime::~Runtime() {
+Runtime::~Runtime() { shutdown(); }
+
+void Runtime::shutdown() {
+  control_.reset();
   world_.reset();
 #if defined(USP_HAVE_MPI)
   if (owns_mpi_) {
     int finalised = 0;
     MPI_Finalized(&finalised);
-    if (!finalised) MPI_Finalize();
+    if (!finalised) {
+      // Open MPI's MPI_Finalize waits for every rank: a rank gone astray would hold this one.
+      const watchdog::Watch watch(world_wait("MPI_Finalize"));
+      MPI_Finalize();
+    }
   }
 #endif
+}
+
+watchdog::Subject Runtime::world_wait(const char* what) const {
+  watchdog::Subject s{what, "", rank_, {}, true};
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_) s.peers.push_back(r);
+  return s;
 }
 
 bool Runtime::mpi() const {
@@ -112,7 +150,9 @@ std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend bac
   throw Error("make_world: unreachable");
 }
 
-void Runtime::agree(const std::function<void()>& step) {
+void Runtime::agree(const std::function<void()>& step) { agree_on(*world_, step); }
+
+void Runtime::agree_on(Communicator& comm, const std::function<void()>& step) {
   std::string message;
   bool failed = false;
   try {
@@ -124,7 +164,7 @@ void Runtime::agree(const std::function<void()>& step) {
   // Every rank learns the lowest failing rank; that one alone prints.
   Tensor first = Tensor::empty({1}, DType::i32);
   first.data<std::int32_t>()[0] = failed ? rank_ : size_;
-  world_->all_reduce(first, ReduceOp::min);
+  comm.all_reduce(first, ReduceOp::min);
   const int who = first.data<std::int32_t>()[0];
   if (who < size_) {
     if (who == rank_) std::cerr << "error: " << message << std::endl;
@@ -132,6 +172,14 @@ void Runtime::agree(const std::function<void()>& step) {
   }
 }
 
+// The agreement after the part goes over control_, a communicator no part ever uses. A rank
+// whose part threw NotImplemented may have left the exercise halfway, while the others are still
+// inside it, waiting for this rank in one of its collectives: had the agreement gone over the
+// part's communicator, its all-gather could match their exercise collective and corrupt or hang
+// both. Over control_ it simply waits, and so do they; then the thrower gives up after half the
+// watchdog timeout, with the message that names it. The stuck ranks' watchdog fires a full
+// timeout after they began waiting, which is about when the thrower left the part, so the
+// thrower normally speaks first; should it not, their watchdog message still ends the job.
 std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) {
   std::string message;
   try {
@@ -139,14 +187,44 @@ std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) 
   } catch (const NotImplemented& e) {
     message = e.what();
   }
-  Tensor count = Tensor::empty({1}, DType::i32);
-  count.data<std::int32_t>()[0] = message.empty() ? 0 : 1;
-  world_->all_reduce(count, ReduceOp::sum);
-  const int throwers = count.data<std::int32_t>()[0];
-  if (throwers != 0 && throwers != size_)
-    throw Error("an exercise threw NotImplemented on " + std::to_string(throwers) + " of " + std::to_string(size_) +
-                " ranks only" + (message.empty() ? std::string() : ": " + message));
-  return message;
+  const bool threw = !message.empty();
+  Tensor mine = Tensor::empty({1}, DType::i32);
+  mine.data<std::int32_t>()[0] = threw ? 1 : 0;
+  Tensor all = Tensor::empty({size_}, DType::i32);
+  WorkHandle agreed = control_->all_gather_async(mine, all);
+  const double limit = watchdog::timeout() / 2;
+  if (threw && limit > 0) {
+    const auto start = std::chrono::steady_clock::now();
+    while (!agreed->test()) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit) {
+        std::cerr << "[rank " << rank_ << "] fatal: " << message << " -- this rank threw NotImplemented, but the "
+                  << "other ranks did not all finish the part within " << limit << " s (half of "
+                  << "USP_COMM_TIMEOUT): they are presumably inside it, waiting for this rank; an "
+                  << "exercise part must be implemented on every rank or on none" << std::endl;
+        abort(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  agreed->wait();
+
+  std::vector<int> throwers;
+  for (int r = 0; r < size_; ++r)
+    if (all.data<std::int32_t>()[r] != 0) throwers.push_back(r);
+  if (throwers.empty()) return "";
+  if (static_cast<int>(throwers.size()) == size_) return message;
+  // The lowest rank that threw has the message; everyone knows, and stops together.
+  if (rank_ == throwers.front()) {
+    std::cerr << "[rank " << rank_ << "] fatal: " << message << " -- NotImplemented on ";
+    if (throwers.size() == 1) {
+      std::cerr << "rank " << rank_;
+    } else {
+      std::cerr << "ranks [" << watchdog::rank_list(throwers) << "]";
+    }
+    std::cerr << " only, of " << size_ << " (the others finished the part); an exercise part must be "
+              << "implemented on every rank or on none" << std::endl;
+  }
+  throw CollectiveExit{1};
 }
 
 bool Runtime::parse(Cli& cli, int argc, const char* const* argv) {
@@ -178,6 +256,8 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
   std::unique_ptr<Runtime> rt;
   try {
     rt = std::make_unique<Runtime>(argc, argv);
+  } catch (const CollectiveExit& e) {
+    return e.code;  // a bad environment, reported once
   } catch (const std::exception& e) {
     std::cerr << "fatal: could not start: " << e.what() << std::endl;
     return 1;

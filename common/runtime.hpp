@@ -3,7 +3,11 @@
 //   * a bad configuration is found by every rank at an agreement point (parse, require); the
 //     lowest failing rank prints "error: <message>" once and every rank exits 2, cleanly;
 //   * any other exception, on any rank, prints "[rank r] fatal: <message>" and aborts the
-//     whole job (MPI_Abort): every rank exits non-zero within seconds, none waits forever.
+//     whole job (MPI_Abort): every rank exits non-zero within seconds, none waits forever;
+//   * a rank that waits on others longer than USP_COMM_TIMEOUT seconds (a deadlock, a rank
+//     stuck or stopped) ends the job with a message naming what it waited for (the
+//     communication watchdog, common/comm/watchdog.hpp; a bad USP_COMM_TIMEOUT is a
+//     configuration error, reported once).
 // A chapter's main is
 //   int main(int argc, char** argv) {
 //     return usp::run(argc, argv, [&](usp::Runtime& rt) {
@@ -21,6 +25,7 @@
 
 #include "common/cli.hpp"
 #include "common/comm/communicator.hpp"
+#include "common/comm/watchdog.hpp"
 
 namespace usp {
 
@@ -31,6 +36,7 @@ struct CollectiveExit {
 
 class Runtime {
  public:
+  // Throws CollectiveExit{2} (after shutting MPI down) when the environment is bad on any rank.
   Runtime(int& argc, char**& argv);
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -59,7 +65,8 @@ class Runtime {
   // Runs a part of a chapter that calls an exercise. Returns "" when it completed on every rank;
   // when the exercise stub throws NotImplemented on every rank, returns its message on every
   // rank (the part is skipped together). A NotImplemented on some ranks only is a bug in the
-  // exercise: the job ends with a message naming those ranks, never a rank left waiting.
+  // exercise: the job ends with a message naming those ranks, never a rank left waiting (see
+  // runtime.cpp for how, when the other ranks are stuck inside the part).
   std::string skip_if_not_implemented(const std::function<void()>& part);
 
   // Aborts every rank of the job with code (MPI_Abort); prints nothing itself.
@@ -68,10 +75,20 @@ class Runtime {
  private:
   // Collective: whether another rank drives the same physical GPU as this one.
   bool ranks_share_gpu(Device device);
+  // The watchdog's view of a wait on every other rank of the world (start-up, shut-down).
+  watchdog::Subject world_wait(const char* what) const;
+  // agree over comm: agree() goes over the world (its all-reduce is part of the world's traffic
+  // that chapters report, as it always was); the start-up check over control_.
+  void agree_on(Communicator& comm, const std::function<void()>& step);
+  // Frees the communicators and finalises MPI (if this Runtime initialised it).
+  void shutdown();
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool owns_mpi_ = false;
   std::unique_ptr<Communicator> world_;
+  // Agreements about the chapter's own progress (skip_if_not_implemented) go over this
+  // duplicate of the world: never over a communicator a failed part may have left ops on.
+  std::unique_ptr<Communicator> control_;
 };
 
 // Runs body with a Runtime and applies the failure rule above; returns the process exit code.

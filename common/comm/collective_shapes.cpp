@@ -49,10 +49,14 @@ void check_counts(const char* which, const std::vector<std::int64_t>& counts, co
 }  // namespace
 
 void all_to_allv(const Tensor& in, const std::vector<std::int64_t>& send_counts, const Tensor& out,
-                 const std::vector<std::int64_t>& recv_counts, int n) {
+                 const std::vector<std::int64_t>& recv_counts, int n, int rank) {
   same_dtype("all_to_allv", in, out);
   check_counts("send_counts", send_counts, "in", in.numel(), n);
   check_counts("recv_counts", recv_counts, "out", out.numel(), n);
+  const auto me = static_cast<std::size_t>(rank);
+  if (send_counts[me] != recv_counts[me])
+    throw Error("all_to_allv: this rank sends itself " + std::to_string(send_counts[me]) +
+                " elements but expects " + std::to_string(recv_counts[me]));
 }
 
 void tag(const char* op, int tag) {

@@ -50,6 +50,12 @@ class Work {
 };
 using WorkHandle = std::shared_ptr<Work>;
 
+// The public ops are the interface's one door: each checks its arguments (the same words on
+// every backend, on the calling thread, before anything is queued or sent, so a mistake made
+// on every rank throws on every rank and no rank is left waiting), counts its bytes (see
+// comm_volume.hpp), and hands the checked op to the backend's do_* operation. A backend
+// implements only what is its own: how the op reaches the wire, and the limits of its library
+// (MPI's int counts, NCCL's reducible types).
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -60,26 +66,28 @@ class Communicator {
   virtual Device device() const = 0;          // where this backend's tensors live
   // Ranks of this group as ranks of the world communicator, in group order.
   virtual std::vector<int> world_ranks() const = 0;
+  // How messages name this communicator: backend and world ranks, "mpi[0-3]", "nccl[0,2]".
+  std::string label() const;
 
   // ---- async forms (in place where one tensor is given) -------------------------------------
-  virtual WorkHandle broadcast_async(Tensor& t, int root) = 0;
-  virtual WorkHandle reduce_async(Tensor& t, int root, ReduceOp op = ReduceOp::sum) = 0;  // result on root
-  virtual WorkHandle all_reduce_async(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
+  WorkHandle broadcast_async(Tensor& t, int root);
+  WorkHandle reduce_async(Tensor& t, int root, ReduceOp op = ReduceOp::sum);  // result on root
+  WorkHandle all_reduce_async(Tensor& t, ReduceOp op = ReduceOp::sum);
   // out.numel() == size() * in.numel() (out only needed on root for gather); rank r's in goes
   // to out[r*n, (r+1)*n).
-  virtual WorkHandle gather_async(const Tensor& in, Tensor& out, int root) = 0;
-  virtual WorkHandle all_gather_async(const Tensor& in, Tensor& out) = 0;
-  // in.numel() == size() * out.numel(); rank r receives chunk r.
-  virtual WorkHandle scatter_async(const Tensor& in, Tensor& out, int root) = 0;
-  virtual WorkHandle reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op = ReduceOp::sum) = 0;
+  WorkHandle gather_async(const Tensor& in, Tensor& out, int root);
+  WorkHandle all_gather_async(const Tensor& in, Tensor& out);
+  // in.numel() == size() * out.numel() (in only needed on root); rank r receives chunk r.
+  WorkHandle scatter_async(const Tensor& in, Tensor& out, int root);
+  WorkHandle reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op = ReduceOp::sum);
   // in and out hold size() equal chunks; chunk j of in goes to rank j, chunk i of out comes from rank i.
-  virtual WorkHandle all_to_all_async(const Tensor& in, Tensor& out) = 0;
+  WorkHandle all_to_all_async(const Tensor& in, Tensor& out);
   // Counts in elements, one per rank; chunks are packed in rank order in in and out.
-  virtual WorkHandle all_to_allv_async(const Tensor& in, const std::vector<std::int64_t>& send_counts,
-                                       Tensor& out, const std::vector<std::int64_t>& recv_counts) = 0;
-  virtual WorkHandle send_async(const Tensor& t, int dst, int tag = 0) = 0;
-  virtual WorkHandle recv_async(Tensor& t, int src, int tag = 0) = 0;
-  virtual WorkHandle barrier_async() = 0;
+  WorkHandle all_to_allv_async(const Tensor& in, const std::vector<std::int64_t>& send_counts, Tensor& out,
+                               const std::vector<std::int64_t>& recv_counts);
+  WorkHandle send_async(const Tensor& t, int dst, int tag = 0);
+  WorkHandle recv_async(Tensor& t, int src, int tag = 0);
+  WorkHandle barrier_async();
 
   // ---- sync forms -----------------------------------------------------------------------------
   void broadcast(Tensor& t, int root) { broadcast_async(t, root)->wait(); }
@@ -102,22 +110,42 @@ class Communicator {
   void sendrecv(const Tensor& send, int dst, Tensor& recv, int src, int tag = 0);
   void barrier() { barrier_async()->wait(); }
 
-  // A new communicator over the ranks of this one that pass the same color, ordered by key
-  // (then by rank). Collective: every rank of this communicator must call it.
-  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // A new communicator over the ranks of this one that pass the same color (>= 0), ordered by
+  // key (then by rank). Collective: every rank of this communicator must call it.
+  std::unique_ptr<Communicator> split(int color, int key);
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
- protected:
-  // Backends call this once per op they issue.
-  void count(CommOp op, std::uint64_t payload_bytes, std::uint64_t bytes_sent);
-  // Shape/dtype/device checks shared by the backends; throw usp::Error with the op's name.
+ private:
+  // ---- what a backend implements: the op, its arguments already checked --------------------
+  // Checked before these are called: tensors defined and on device(), root and peer ranks of
+  // this communicator, tags >= 0, the size rules of collective_shapes.hpp. Where only the root
+  // reads or writes a buffer (gather's out, scatter's in), it is only checked on the root and
+  // may be undefined elsewhere.
+  virtual WorkHandle do_broadcast(Tensor& t, int root) = 0;
+  virtual WorkHandle do_reduce(Tensor& t, int root, ReduceOp op) = 0;
+  virtual WorkHandle do_all_reduce(Tensor& t, ReduceOp op) = 0;
+  virtual WorkHandle do_gather(const Tensor& in, Tensor& out, int root) = 0;
+  virtual WorkHandle do_all_gather(const Tensor& in, Tensor& out) = 0;
+  virtual WorkHandle do_scatter(const Tensor& in, Tensor& out, int root) = 0;
+  virtual WorkHandle do_reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) = 0;
+  virtual WorkHandle do_all_to_all(const Tensor& in, Tensor& out) = 0;
+  virtual WorkHandle do_all_to_allv(const Tensor& in, const std::vector<std::int64_t>& send_counts, Tensor& out,
+                                    const std::vector<std::int64_t>& recv_counts) = 0;
+  virtual WorkHandle do_send(const Tensor& t, int dst, int tag) = 0;
+  virtual WorkHandle do_recv(Tensor& t, int src, int tag) = 0;
+  virtual WorkHandle do_barrier() = 0;
+  virtual std::unique_ptr<Communicator> do_split(int color, int key) = 0;
+
+  // Adds one issued op to stats(): its payload and the bytes this rank sends, by comm_volume
+  // (count) or as measured (record: all_to_allv, whose volume depends on its counts).
+  void count(CommOp op, std::uint64_t payload_bytes, int root = 0);
+  void record(CommOp op, std::uint64_t payload_bytes, std::uint64_t bytes_sent);
   void check_tensor(const char* op, const Tensor& t) const;
   void check_root(const char* op, int root) const;
   void check_peer(const char* op, int peer) const;
 
- private:
   CommStats stats_;
 };
 

@@ -8,8 +8,6 @@
 
 #include "common/error.hpp"
 #include "common/comm/backends.hpp"
-#include "common/comm/collective_shapes.hpp"
-#include "common/comm/comm_volume.hpp"
 #include "common/comm/mpi_call.hpp"
 #include "common/comm/mpi_dtypes.hpp"
 
@@ -86,24 +84,30 @@ MpiCommunicator::~MpiCommunicator() {
   }
 }
 
-void MpiCommunicator::account(CommOp op, std::uint64_t payload_bytes, int root) {
-  const CommVolume v = comm_volume(op, payload_bytes, size_, rank_, root);
-  count(op, v.payload_bytes, v.bytes_sent);
+watchdog::Subject MpiCommunicator::collective_subject(const std::string& op) const {
+  watchdog::Subject s{op, label(), world_ranks_[static_cast<std::size_t>(rank_)], {}, true};
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_) s.peers.push_back(world_ranks_[static_cast<std::size_t>(r)]);
+  return s;
 }
 
 WorkHandle MpiCommunicator::submit(CommOp op, mpi::ProgressThread::Task task) {
   // Traced as a "comm" span named after the op; barriers move no data (and Tracer::align is
   // one), so they are not.
-  return progress_->submit(std::string(comm_op_name(op)) + " on a " + std::to_string(size_) + "-rank mpi communicator",
-                           std::move(task), op == CommOp::barrier ? std::string() : std::string(comm_op_name(op)));
+  return progress_->submit(collective_subject(comm_op_name(op)), std::move(task),
+                           op == CommOp::barrier ? std::string() : std::string(comm_op_name(op)));
+}
+
+WorkHandle MpiCommunicator::submit_p2p(CommOp op, int peer, int tag, mpi::ProgressThread::Task task) {
+  const int me = world_ranks_[static_cast<std::size_t>(rank_)];
+  const int them = world_ranks_[static_cast<std::size_t>(peer)];
+  return progress_->submit({std::string(comm_op_name(op)) + " (tag " + std::to_string(tag) + ")", label(), me, {them}, false},
+                           std::move(task), comm_op_name(op));
 }
 
 // ---- rooted and all-rank reductions / broadcast: in place, in pieces --------------------------
 
-WorkHandle MpiCommunicator::broadcast_async(Tensor& t, int root) {
-  check_tensor("broadcast", t);
-  check_root("broadcast", root);
-  account(CommOp::broadcast, t.nbytes(), root);
+WorkHandle MpiCommunicator::do_broadcast(Tensor& t, int root) {
   const MPI_Datatype type = mpi::element_type(t.dtype());
   const std::int64_t step = mpi::max_count();
   const MPI_Comm comm = comm_;
@@ -119,11 +123,8 @@ WorkHandle MpiCommunicator::broadcast_async(Tensor& t, int root) {
   });
 }
 
-WorkHandle MpiCommunicator::reduce_async(Tensor& t, int root, ReduceOp op) {
-  check_tensor("reduce", t);
-  check_root("reduce", root);
+WorkHandle MpiCommunicator::do_reduce(Tensor& t, int root, ReduceOp op) {
   const mpi::Reduction red = mpi::reduction(t.dtype(), op);
-  account(CommOp::reduce, t.nbytes(), root);
   const std::int64_t step = mpi::max_count();
   const MPI_Comm comm = comm_;
   const bool is_root = rank_ == root;
@@ -145,10 +146,8 @@ WorkHandle MpiCommunicator::reduce_async(Tensor& t, int root, ReduceOp op) {
   });
 }
 
-WorkHandle MpiCommunicator::all_reduce_async(Tensor& t, ReduceOp op) {
-  check_tensor("all_reduce", t);
+WorkHandle MpiCommunicator::do_all_reduce(Tensor& t, ReduceOp op) {
   const mpi::Reduction red = mpi::reduction(t.dtype(), op);
-  account(CommOp::all_reduce, t.nbytes());
   const std::int64_t step = mpi::max_count();
   const MPI_Comm comm = comm_;
   const int n_ranks = size_;
@@ -168,16 +167,9 @@ WorkHandle MpiCommunicator::all_reduce_async(Tensor& t, ReduceOp op) {
 
 // ---- gathers and scatters: one call, counts in elements ---------------------------------------
 
-WorkHandle MpiCommunicator::gather_async(const Tensor& in, Tensor& out, int root) {
-  check_tensor("gather", in);
-  check_root("gather", root);
+WorkHandle MpiCommunicator::do_gather(const Tensor& in, Tensor& out, int root) {
   const bool is_root = rank_ == root;
-  if (is_root) {  // out is only needed (and looked at) on the root
-    check_tensor("gather", out);
-    collective_shapes::whole_is_n_parts("gather", "out", out, "in", in, size_);
-  }
   check_fits("gather", in.numel() * size_);
-  account(CommOp::gather, in.nbytes() * static_cast<std::uint64_t>(size_), root);
   const MPI_Datatype type = mpi::element_type(in.dtype());
   const int n = static_cast<int>(in.numel());
   const MPI_Comm comm = comm_;
@@ -202,12 +194,8 @@ WorkHandle MpiCommunicator::gather_async(const Tensor& in, Tensor& out, int root
   });
 }
 
-WorkHandle MpiCommunicator::all_gather_async(const Tensor& in, Tensor& out) {
-  check_tensor("all_gather", in);
-  check_tensor("all_gather", out);
-  collective_shapes::whole_is_n_parts("all_gather", "out", out, "in", in, size_);
+WorkHandle MpiCommunicator::do_all_gather(const Tensor& in, Tensor& out) {
   check_fits("all_gather", out.numel());
-  account(CommOp::all_gather, out.nbytes());
   const MPI_Datatype type = mpi::element_type(in.dtype());
   const int n = static_cast<int>(in.numel());
   const MPI_Comm comm = comm_;
@@ -229,16 +217,9 @@ WorkHandle MpiCommunicator::all_gather_async(const Tensor& in, Tensor& out) {
   });
 }
 
-WorkHandle MpiCommunicator::scatter_async(const Tensor& in, Tensor& out, int root) {
-  check_tensor("scatter", out);
-  check_root("scatter", root);
+WorkHandle MpiCommunicator::do_scatter(const Tensor& in, Tensor& out, int root) {
   const bool is_root = rank_ == root;
-  if (is_root) {  // in is only needed (and looked at) on the root
-    check_tensor("scatter", in);
-    collective_shapes::whole_is_n_parts("scatter", "in", in, "out", out, size_);
-  }
   check_fits("scatter", out.numel() * size_);
-  account(CommOp::scatter, out.nbytes() * static_cast<std::uint64_t>(size_), root);
   const MPI_Datatype type = mpi::element_type(out.dtype());
   const int n = static_cast<int>(out.numel());
   const MPI_Comm comm = comm_;
@@ -263,13 +244,9 @@ WorkHandle MpiCommunicator::scatter_async(const Tensor& in, Tensor& out, int roo
   });
 }
 
-WorkHandle MpiCommunicator::reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op) {
-  check_tensor("reduce_scatter", in);
-  check_tensor("reduce_scatter", out);
-  collective_shapes::whole_is_n_parts("reduce_scatter", "in", in, "out", out, size_);
+WorkHandle MpiCommunicator::do_reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
   check_fits("reduce_scatter", in.numel());
   const mpi::Reduction red = mpi::reduction(in.dtype(), op);
-  account(CommOp::reduce_scatter, in.nbytes());
   const int n = static_cast<int>(out.numel());
   const MPI_Comm comm = comm_;
   const int n_ranks = size_;
@@ -289,12 +266,8 @@ WorkHandle MpiCommunicator::reduce_scatter_async(const Tensor& in, Tensor& out, 
   });
 }
 
-WorkHandle MpiCommunicator::all_to_all_async(const Tensor& in, Tensor& out) {
-  check_tensor("all_to_all", in);
-  check_tensor("all_to_all", out);
-  collective_shapes::all_to_all(in, out, size_);
+WorkHandle MpiCommunicator::do_all_to_all(const Tensor& in, Tensor& out) {
   check_fits("all_to_all", in.numel());
-  account(CommOp::all_to_all, in.nbytes());
   const MPI_Datatype type = mpi::element_type(in.dtype());
   const int n = static_cast<int>(in.numel() / size_);
   const MPI_Comm comm = comm_;
@@ -313,20 +286,11 @@ WorkHandle MpiCommunicator::all_to_all_async(const Tensor& in, Tensor& out) {
   });
 }
 
-WorkHandle MpiCommunicator::all_to_allv_async(const Tensor& in, const std::vector<std::int64_t>& send_counts,
-                                              Tensor& out, const std::vector<std::int64_t>& recv_counts) {
-  check_tensor("all_to_allv", in);
-  check_tensor("all_to_allv", out);
-  collective_shapes::all_to_allv(in, send_counts, out, recv_counts, size_);
+WorkHandle MpiCommunicator::do_all_to_allv(const Tensor& in, const std::vector<std::int64_t>& send_counts,
+                                           Tensor& out, const std::vector<std::int64_t>& recv_counts) {
   // Displacements are ints too: each side must fit as a whole. (Counts differ between ranks,
   // so unlike the other checks this one can fail on some ranks only.)
   check_fits("all_to_allv", std::max(in.numel(), out.numel()));
-  std::uint64_t to_others = 0;
-  for (int j = 0; j < size_; ++j)
-    if (j != rank_) to_others += static_cast<std::uint64_t>(send_counts[static_cast<std::size_t>(j)]);
-  to_others *= dtype_size(in.dtype());
-  count(CommOp::all_to_allv, in.nbytes(), to_others);
-
   const MPI_Datatype type = mpi::element_type(in.dtype());
   std::vector<int> scounts = to_ints(send_counts), rcounts = to_ints(recv_counts);
   std::vector<int> sdispls = displacements(scounts), rdispls = displacements(rcounts);
@@ -350,15 +314,11 @@ WorkHandle MpiCommunicator::all_to_allv_async(const Tensor& in, const std::vecto
 
 // ---- point-to-point: posted, then completed by the progress thread's polling -------------------
 
-WorkHandle MpiCommunicator::send_async(const Tensor& t, int dst, int tag) {
-  check_tensor("send", t);
-  check_peer("send", dst);
-  collective_shapes::tag("send", tag);
-  account(CommOp::send, t.nbytes());
+WorkHandle MpiCommunicator::do_send(const Tensor& t, int dst, int tag) {
   const MPI_Datatype type = mpi::element_type(t.dtype());
   const std::int64_t step = mpi::max_count();
   const MPI_Comm comm = comm_;
-  return submit(CommOp::send, [=](mpi::ProgressThread& p) {
+  return submit_p2p(CommOp::send, dst, tag, [=](mpi::ProgressThread& p) {
     const std::size_t es = dtype_size(t.dtype());
     char* base = bytes_of(t);
     // Pieces of one tensor go with the same tag; MPI delivers messages between two ranks with
@@ -375,15 +335,11 @@ WorkHandle MpiCommunicator::send_async(const Tensor& t, int dst, int tag) {
   });
 }
 
-WorkHandle MpiCommunicator::recv_async(Tensor& t, int src, int tag) {
-  check_tensor("recv", t);
-  check_peer("recv", src);
-  collective_shapes::tag("recv", tag);
-  account(CommOp::recv, t.nbytes());
+WorkHandle MpiCommunicator::do_recv(Tensor& t, int src, int tag) {
   const MPI_Datatype type = mpi::element_type(t.dtype());
   const std::int64_t step = mpi::max_count();
   const MPI_Comm comm = comm_;
-  return submit(CommOp::recv, [=](mpi::ProgressThread& p) {
+  return submit_p2p(CommOp::recv, src, tag, [=](mpi::ProgressThread& p) {
     const std::size_t es = dtype_size(t.dtype());
     char* base = bytes_of(t);
     for_each_piece(t.numel(), step, true, [&](std::int64_t offset, int n) {
@@ -399,20 +355,18 @@ WorkHandle MpiCommunicator::recv_async(Tensor& t, int src, int tag) {
   });
 }
 
-WorkHandle MpiCommunicator::barrier_async() {
-  account(CommOp::barrier, 0);
+WorkHandle MpiCommunicator::do_barrier() {
   const MPI_Comm comm = comm_;
   return submit(CommOp::barrier, [comm](mpi::ProgressThread& p) {
     p.collective("MPI_Barrier", [&](MPI_Request* r) { return r ? MPI_Ibarrier(comm, r) : MPI_Barrier(comm); });
   });
 }
 
-std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
-  if (color < 0) throw Error("split: color " + std::to_string(color) + " is negative");
+std::unique_ptr<Communicator> MpiCommunicator::do_split(int color, int key) {
   // Run on the progress thread, so the split takes its place among the ops issued before it.
   auto result = std::make_shared<std::unique_ptr<Communicator>>();
   const MPI_Comm comm = comm_;
-  WorkHandle w = progress_->submit("split of a " + std::to_string(size_) + "-rank mpi communicator",
+  WorkHandle w = progress_->submit(collective_subject("split"),
                                    [=](mpi::ProgressThread&) {
                                      MPI_Comm part = MPI_COMM_NULL;
                                      {

@@ -16,9 +16,10 @@
 // avg is sum followed by a division by size(). Inputs that overlap their outputs in any other
 // way are copied aside first (a CommBuffer tensor), since MPI forbids aliased buffers.
 //
-// Arguments are checked on the calling thread before anything is queued, so a mistake made on
-// every rank throws on every rank and nobody is left inside MPI. One thread issues the ops of a
-// communicator; several communicators may be used from several threads.
+// Communicator's public ops have checked the arguments before a do_* is called; the do_* add
+// MPI's own limit (int counts, check_fits) on the calling thread, before anything is queued. One
+// thread issues the ops of a communicator; several communicators may be used from several
+// threads.
 #pragma once
 #include <mpi.h>
 
@@ -45,27 +46,28 @@ class MpiCommunicator final : public Communicator {
   Device device() const override { return Device::cpu(); }
   std::vector<int> world_ranks() const override { return world_ranks_; }
 
-  WorkHandle broadcast_async(Tensor& t, int root) override;
-  WorkHandle reduce_async(Tensor& t, int root, ReduceOp op) override;
-  WorkHandle all_reduce_async(Tensor& t, ReduceOp op) override;
-  WorkHandle gather_async(const Tensor& in, Tensor& out, int root) override;
-  WorkHandle all_gather_async(const Tensor& in, Tensor& out) override;
-  WorkHandle scatter_async(const Tensor& in, Tensor& out, int root) override;
-  WorkHandle reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op) override;
-  WorkHandle all_to_all_async(const Tensor& in, Tensor& out) override;
-  WorkHandle all_to_allv_async(const Tensor& in, const std::vector<std::int64_t>& send_counts, Tensor& out,
-                               const std::vector<std::int64_t>& recv_counts) override;
-  WorkHandle send_async(const Tensor& t, int dst, int tag) override;
-  WorkHandle recv_async(Tensor& t, int src, int tag) override;
-  WorkHandle barrier_async() override;
-
-  std::unique_ptr<Communicator> split(int color, int key) override;
-
   MPI_Comm handle() const { return comm_; }
 
  private:
-  void account(CommOp op, std::uint64_t payload_bytes, int root = 0);
+  WorkHandle do_broadcast(Tensor& t, int root) override;
+  WorkHandle do_reduce(Tensor& t, int root, ReduceOp op) override;
+  WorkHandle do_all_reduce(Tensor& t, ReduceOp op) override;
+  WorkHandle do_gather(const Tensor& in, Tensor& out, int root) override;
+  WorkHandle do_all_gather(const Tensor& in, Tensor& out) override;
+  WorkHandle do_scatter(const Tensor& in, Tensor& out, int root) override;
+  WorkHandle do_reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override;
+  WorkHandle do_all_to_all(const Tensor& in, Tensor& out) override;
+  WorkHandle do_all_to_allv(const Tensor& in, const std::vector<std::int64_t>& send_counts, Tensor& out,
+                            const std::vector<std::int64_t>& recv_counts) override;
+  WorkHandle do_send(const Tensor& t, int dst, int tag) override;
+  WorkHandle do_recv(Tensor& t, int src, int tag) override;
+  WorkHandle do_barrier() override;
+  std::unique_ptr<Communicator> do_split(int color, int key) override;
+
+  // What the watchdog names for an op waiting on the whole group, or on one peer.
+  watchdog::Subject collective_subject(const std::string& op) const;
   WorkHandle submit(CommOp op, mpi::ProgressThread::Task task);
+  WorkHandle submit_p2p(CommOp op, int peer, int tag, mpi::ProgressThread::Task task);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

@@ -73,11 +73,11 @@ ProgressThread::~ProgressThread() {
   thread_.join();
 }
 
-WorkHandle ProgressThread::submit(std::string what, Task task, std::string span) {
-  auto work = std::make_shared<OpWork>(std::move(what));
+WorkHandle ProgressThread::submit(watchdog::Subject subject, Task task, std::string span) {
+  auto work = std::make_shared<OpWork>(subject.op + " on communicator " + subject.comm);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(task), work, std::move(span)});
+    queue_.push_back({std::move(task), work, std::move(subject), std::move(span)});
   }
   cv_.notify_all();
   return work;
@@ -111,6 +111,7 @@ void ProgressThread::loop() {
 void ProgressThread::run(Queued& q) {
   current_ = std::make_shared<Group>();
   current_->work = q.work;
+  current_->watch.emplace(std::move(q.subject));
   if (!q.span.empty() && Tracer::instance().enabled()) {
     current_->span = std::move(q.span);
     current_->start_us = Tracer::instance().now_us();
@@ -131,6 +132,7 @@ void ProgressThread::run(Queued& q) {
 
 void ProgressThread::settle(Group& g) {
   if (!g.task_returned || g.outstanding != 0) return;
+  g.watch.reset();  // over: nothing is waited for any more
   if (g.start_us >= 0) {  // recorded before finish(), so a waiter finds the span in the trace
     Tracer& tracer = Tracer::instance();
     tracer.add(g.span, "comm", g.start_us, tracer.now_us());

@@ -17,6 +17,11 @@
 // While the thread sits in a blocking collective, MPI still progresses the pending requests
 // underneath (that is MPI's job), but their Works are only marked complete once it returns.
 //
+// Watchdog: each task holds a watchdog::Watch (watchdog.hpp) from when the thread starts it until
+// its Work completes, so an op that waits too long on other ranks ends the job even if nobody
+// waits on its Work (a rank unwinding after an error, a communicator's destructor draining its
+// queue). Ops queued behind a running one are not yet waiting on anyone, and are not watched.
+//
 // Tracing: a task submitted with a span name, started while Tracer::instance() is enabled, is
 // recorded as a span on the "comm" stream, from when the thread starts the task to when its
 // Work completes (just before wait() can return), so the trace shows when each op really ran.
@@ -30,11 +35,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/comm/communicator.hpp"
+#include "common/comm/watchdog.hpp"
 
 namespace usp::mpi {
 
@@ -68,9 +75,9 @@ class ProgressThread {
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
 
-  // Queues task; its Work is named what in error messages. A non-empty span names the task's
-  // "comm" span in the trace (see above).
-  WorkHandle submit(std::string what, Task task, std::string span = {});
+  // Queues task; subject names it in error and watchdog messages. A non-empty span names the
+  // task's "comm" span in the trace (see above).
+  WorkHandle submit(watchdog::Subject subject, Task task, std::string span = {});
 
   // ---- for tasks, on the progress thread ----------------------------------------------------
   // Attaches a posted request to the running task. expected: the count (in type's units) a
@@ -87,6 +94,7 @@ class ProgressThread {
     std::shared_ptr<OpWork> work;
     int outstanding = 0;
     bool task_returned = false;
+    std::optional<watchdog::Watch> watch;  // from the start of the task until the Work completes
     std::string span;      // traced: the span's name, and when the task started
     double start_us = -1;  // < 0: not traced
   };
@@ -100,6 +108,7 @@ class ProgressThread {
   struct Queued {
     Task task;
     std::shared_ptr<OpWork> work;
+    watchdog::Subject subject;
     std::string span;
   };
 

@@ -1,8 +1,8 @@
 // The one-rank communicator: what the world is without MPI. Every collective over one rank is
 // either nothing (broadcast, all_reduce: the data is already the result) or a copy from the
-// input to the output (gather, scatter, all_to_all ...). It checks its arguments exactly as the
-// real backends do, and counts ops in stats() (with zero bytes sent), so a chapter that runs on
-// one rank behaves, and fails, as it would on many.
+// input to the output (gather, scatter, all_to_all ...). Its arguments are checked, and its ops
+// counted in stats() (with zero bytes sent), by the same public ops as the real backends', so a
+// chapter that runs on one rank behaves, and fails, as it would on many.
 //
 // Point-to-point to oneself works like a buffered MPI send: send() copies the tensor aside and
 // completes at once, and a recv() takes the oldest pending send with its tag. A recv with no
@@ -14,8 +14,7 @@
 #include <utility>
 
 #include "common/comm/backends.hpp"
-#include "common/comm/collective_shapes.hpp"
-#include "common/comm/comm_volume.hpp"
+#include "common/error.hpp"
 
 namespace usp {
 namespace {
@@ -62,80 +61,25 @@ class SelfCommunicator final : public Communicator {
   Device device() const override { return device_; }
   std::vector<int> world_ranks() const override { return {0}; }
 
-  WorkHandle broadcast_async(Tensor& t, int root) override {
-    check_tensor("broadcast", t);
-    check_root("broadcast", root);
-    account(CommOp::broadcast, t.nbytes());
-    return completed();
+  // Every op's arguments are checked (and its bytes counted) by Communicator's public ops, as
+  // for the real backends; what is left is the one-rank data movement.
+ private:
+  WorkHandle do_broadcast(Tensor&, int) override { return completed(); }
+  // The sum (avg, max, min) of one contribution is itself.
+  WorkHandle do_reduce(Tensor&, int, ReduceOp) override { return completed(); }
+  WorkHandle do_all_reduce(Tensor&, ReduceOp) override { return completed(); }
+  WorkHandle do_gather(const Tensor& in, Tensor& out, int) override { return copied(out, in); }
+  WorkHandle do_all_gather(const Tensor& in, Tensor& out) override { return copied(out, in); }
+  WorkHandle do_scatter(const Tensor& in, Tensor& out, int) override { return copied(out, in); }
+  WorkHandle do_reduce_scatter(const Tensor& in, Tensor& out, ReduceOp) override { return copied(out, in); }
+  WorkHandle do_all_to_all(const Tensor& in, Tensor& out) override { return copied(out, in); }
+  // The counts' one entry is what this rank sends itself, equal on both sides (checked).
+  WorkHandle do_all_to_allv(const Tensor& in, const std::vector<std::int64_t>&, Tensor& out,
+                            const std::vector<std::int64_t>&) override {
+    return copied(out, in);
   }
 
-  WorkHandle reduce_async(Tensor& t, int root, ReduceOp) override {
-    check_tensor("reduce", t);
-    check_root("reduce", root);
-    account(CommOp::reduce, t.nbytes());
-    return completed();  // the sum (avg, max, min) of one contribution is itself
-  }
-
-  WorkHandle all_reduce_async(Tensor& t, ReduceOp) override {
-    check_tensor("all_reduce", t);
-    account(CommOp::all_reduce, t.nbytes());
-    return completed();
-  }
-
-  WorkHandle gather_async(const Tensor& in, Tensor& out, int root) override {
-    return gathered("gather", CommOp::gather, in, out, &root);
-  }
-
-  WorkHandle all_gather_async(const Tensor& in, Tensor& out) override {
-    return gathered("all_gather", CommOp::all_gather, in, out, nullptr);
-  }
-
-  WorkHandle scatter_async(const Tensor& in, Tensor& out, int root) override {
-    check_tensor("scatter", in);
-    check_tensor("scatter", out);
-    check_root("scatter", root);
-    collective_shapes::whole_is_n_parts("scatter", "in", in, "out", out, 1);
-    account(CommOp::scatter, in.nbytes());
-    copy_unless_same(out, in);
-    return completed();
-  }
-
-  WorkHandle reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp) override {
-    check_tensor("reduce_scatter", in);
-    check_tensor("reduce_scatter", out);
-    collective_shapes::whole_is_n_parts("reduce_scatter", "in", in, "out", out, 1);
-    account(CommOp::reduce_scatter, in.nbytes());
-    copy_unless_same(out, in);
-    return completed();
-  }
-
-  WorkHandle all_to_all_async(const Tensor& in, Tensor& out) override {
-    check_tensor("all_to_all", in);
-    check_tensor("all_to_all", out);
-    collective_shapes::all_to_all(in, out, 1);
-    account(CommOp::all_to_all, in.nbytes());
-    copy_unless_same(out, in);
-    return completed();
-  }
-
-  WorkHandle all_to_allv_async(const Tensor& in, const std::vector<std::int64_t>& send_counts,
-                               Tensor& out, const std::vector<std::int64_t>& recv_counts) override {
-    check_tensor("all_to_allv", in);
-    check_tensor("all_to_allv", out);
-    collective_shapes::all_to_allv(in, send_counts, out, recv_counts, 1);
-    if (in.numel() != out.numel())
-      throw Error("all_to_allv: on one rank what is sent to oneself (" + std::to_string(in.numel()) +
-                  " elements) is what is received (" + std::to_string(out.numel()) + ")");
-    count(CommOp::all_to_allv, in.nbytes(), 0);  // nothing goes to another rank
-    copy_unless_same(out, in);
-    return completed();
-  }
-
-  WorkHandle send_async(const Tensor& t, int dst, int tag) override {
-    check_tensor("send", t);
-    check_peer("send", dst);
-    collective_shapes::tag("send", tag);
-    account(CommOp::send, t.nbytes());
+  WorkHandle do_send(const Tensor& t, int, int tag) override {
     // A receive already waiting takes the data directly; otherwise it is set aside, so that the
     // send completes now whatever the order of the matching recv.
     for (auto it = recvs_.begin(); it != recvs_.end(); ++it) {
@@ -149,11 +93,7 @@ class SelfCommunicator final : public Communicator {
     return completed();
   }
 
-  WorkHandle recv_async(Tensor& t, int src, int tag) override {
-    check_tensor("recv", t);
-    check_peer("recv", src);
-    collective_shapes::tag("recv", tag);
-    account(CommOp::recv, t.nbytes());
+  WorkHandle do_recv(Tensor& t, int, int tag) override {
     for (auto it = sends_.begin(); it != sends_.end(); ++it) {
       if (it->tag != tag) continue;
       PendingSend matched = std::move(*it);
@@ -167,17 +107,10 @@ class SelfCommunicator final : public Communicator {
     return work;
   }
 
-  WorkHandle barrier_async() override {
-    account(CommOp::barrier, 0);
-    return completed();
-  }
+  WorkHandle do_barrier() override { return completed(); }
 
-  std::unique_ptr<Communicator> split(int color, int /*key*/) override {
-    if (color < 0) throw Error("split: color " + std::to_string(color) + " is negative");
-    return std::make_unique<SelfCommunicator>(device_);
-  }
+  std::unique_ptr<Communicator> do_split(int, int) override { return std::make_unique<SelfCommunicator>(device_); }
 
- private:
   struct PendingSend {
     Tensor t;  // a private copy of the sent data
     int tag;
@@ -188,17 +121,7 @@ class SelfCommunicator final : public Communicator {
     std::shared_ptr<SelfWork> work;
   };
 
-  void account(CommOp op, std::uint64_t bytes) {
-    const CommVolume v = comm_volume(op, bytes, 1, 0, 0);
-    count(op, v.payload_bytes, v.bytes_sent);
-  }
-
-  WorkHandle gathered(const char* name, CommOp op, const Tensor& in, Tensor& out, const int* root) {
-    check_tensor(name, in);
-    check_tensor(name, out);
-    if (root) check_root(name, *root);
-    collective_shapes::whole_is_n_parts(name, "out", out, "in", in, 1);
-    account(op, out.nbytes());
+  static WorkHandle copied(Tensor& out, const Tensor& in) {
     copy_unless_same(out, in);
     return completed();
   }

@@ -21,8 +21,6 @@
 #include <vector>
 
 #include "common/comm/backends.hpp"
-#include "common/comm/collective_shapes.hpp"
-#include "common/comm/comm_volume.hpp"
 #include "common/error.hpp"
 
 namespace usp {
@@ -84,149 +82,93 @@ class HostStagedCommunicator final : public Communicator {
   Device device() const override { return device_; }
   std::vector<int> world_ranks() const override { return inner_->world_ranks(); }
 
-  WorkHandle broadcast_async(Tensor& t, int root) override {
-    check_tensor("broadcast", t);
-    check_root("broadcast", root);
+ private:
+  using Pairs = std::vector<std::pair<Tensor, Tensor>>;
+
+  // Arguments were checked, and bytes counted, by Communicator's public ops; the wrapped
+  // communicator checks and counts its host copies again on its own stats().
+  WorkHandle do_broadcast(Tensor& t, int root) override {
     const bool is_root = rank() == root;
     Tensor h = stage(t, /*copy_in=*/is_root);  // only the root's contents matter
     auto inner = inner_->broadcast_async(h, root);
-    count_op(CommOp::broadcast, t.nbytes(), root);
     return finish_later(std::move(inner), is_root ? Pairs{} : Pairs{{t, h}}, {h});
   }
 
-  WorkHandle reduce_async(Tensor& t, int root, ReduceOp op) override {
-    check_tensor("reduce", t);
-    check_root("reduce", root);
+  WorkHandle do_reduce(Tensor& t, int root, ReduceOp op) override {
     Tensor h = stage(t, true);
     auto inner = inner_->reduce_async(h, root, op);
-    count_op(CommOp::reduce, t.nbytes(), root);
     // Only the root receives the result; the others' tensors stay as they were.
     return finish_later(std::move(inner), rank() == root ? Pairs{{t, h}} : Pairs{}, {h});
   }
 
-  WorkHandle all_reduce_async(Tensor& t, ReduceOp op) override {
-    check_tensor("all_reduce", t);
+  WorkHandle do_all_reduce(Tensor& t, ReduceOp op) override {
     Tensor h = stage(t, true);
     auto inner = inner_->all_reduce_async(h, op);
-    count_op(CommOp::all_reduce, t.nbytes());
     return finish_later(std::move(inner), {{t, h}}, {h});
   }
 
-  WorkHandle gather_async(const Tensor& in, Tensor& out, int root) override {
-    check_tensor("gather", in);
-    check_root("gather", root);
+  WorkHandle do_gather(const Tensor& in, Tensor& out, int root) override {
     const bool is_root = rank() == root;
-    if (is_root) {
-      check_tensor("gather", out);
-      collective_shapes::whole_is_n_parts("gather", "out", out, "in", in, size());
-    }
     Tensor hin = stage(in, true);
     Tensor hout = is_root ? stage(out, false) : Tensor();  // only the root's output is written
     auto inner = inner_->gather_async(hin, hout, root);
-    count_op(CommOp::gather, in.nbytes() * static_cast<std::uint64_t>(size()), root);
     return finish_later(std::move(inner), is_root ? Pairs{{out, hout}} : Pairs{}, {hin, hout});
   }
 
-  WorkHandle all_gather_async(const Tensor& in, Tensor& out) override {
-    check_tensor("all_gather", in);
-    check_tensor("all_gather", out);
-    collective_shapes::whole_is_n_parts("all_gather", "out", out, "in", in, size());
+  WorkHandle do_all_gather(const Tensor& in, Tensor& out) override {
     Tensor hin = stage(in, true);
     Tensor hout = stage(out, false);
     auto inner = inner_->all_gather_async(hin, hout);
-    count_op(CommOp::all_gather, in.nbytes() * static_cast<std::uint64_t>(size()));
     return finish_later(std::move(inner), {{out, hout}}, {hin, hout});
   }
 
-  WorkHandle scatter_async(const Tensor& in, Tensor& out, int root) override {
-    check_root("scatter", root);
+  WorkHandle do_scatter(const Tensor& in, Tensor& out, int root) override {
     const bool is_root = rank() == root;
-    check_tensor("scatter", out);
-    if (is_root) {
-      check_tensor("scatter", in);
-      collective_shapes::whole_is_n_parts("scatter", "in", in, "out", out, size());
-    }
     Tensor hin = is_root ? stage(in, true) : Tensor();  // only the root's input is read
     Tensor hout = stage(out, false);
     auto inner = inner_->scatter_async(hin, hout, root);
-    count_op(CommOp::scatter, out.nbytes() * static_cast<std::uint64_t>(size()), root);
     return finish_later(std::move(inner), {{out, hout}}, {hin, hout});
   }
 
-  WorkHandle reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op) override {
-    check_tensor("reduce_scatter", in);
-    check_tensor("reduce_scatter", out);
-    collective_shapes::whole_is_n_parts("reduce_scatter", "in", in, "out", out, size());
+  WorkHandle do_reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override {
     Tensor hin = stage(in, true);
     Tensor hout = stage(out, false);
     auto inner = inner_->reduce_scatter_async(hin, hout, op);
-    count_op(CommOp::reduce_scatter, in.nbytes());
     return finish_later(std::move(inner), {{out, hout}}, {hin, hout});
   }
 
-  WorkHandle all_to_all_async(const Tensor& in, Tensor& out) override {
-    check_tensor("all_to_all", in);
-    check_tensor("all_to_all", out);
-    collective_shapes::all_to_all(in, out, size());
+  WorkHandle do_all_to_all(const Tensor& in, Tensor& out) override {
     Tensor hin = stage(in, true);
     Tensor hout = stage(out, false);
     auto inner = inner_->all_to_all_async(hin, hout);
-    count_op(CommOp::all_to_all, in.nbytes());
     return finish_later(std::move(inner), {{out, hout}}, {hin, hout});
   }
 
-  WorkHandle all_to_allv_async(const Tensor& in, const std::vector<std::int64_t>& send_counts,
-                               Tensor& out, const std::vector<std::int64_t>& recv_counts) override {
-    check_tensor("all_to_allv", in);
-    check_tensor("all_to_allv", out);
-    collective_shapes::all_to_allv(in, send_counts, out, recv_counts, size());
-    // Bytes sent are what really leaves this rank: every chunk but the one it keeps.
-    const std::uint64_t esize = dtype_size(in.dtype());
-    std::uint64_t sent = 0;
-    for (int j = 0; j < size(); ++j)
-      if (j != rank()) sent += static_cast<std::uint64_t>(send_counts[static_cast<std::size_t>(j)]) * esize;
+  WorkHandle do_all_to_allv(const Tensor& in, const std::vector<std::int64_t>& send_counts, Tensor& out,
+                            const std::vector<std::int64_t>& recv_counts) override {
     Tensor hin = stage(in, true);
     Tensor hout = stage(out, false);
     auto inner = inner_->all_to_allv_async(hin, send_counts, hout, recv_counts);
-    count(CommOp::all_to_allv, in.nbytes(), sent);
     return finish_later(std::move(inner), {{out, hout}}, {hin, hout});
   }
 
-  WorkHandle send_async(const Tensor& t, int dst, int tag) override {
-    check_tensor("send", t);
-    check_peer("send", dst);
+  WorkHandle do_send(const Tensor& t, int dst, int tag) override {
     Tensor h = stage(t, true);
     auto inner = inner_->send_async(h, dst, tag);
-    count_op(CommOp::send, t.nbytes());
     return finish_later(std::move(inner), {}, {h});
   }
 
-  WorkHandle recv_async(Tensor& t, int src, int tag) override {
-    check_tensor("recv", t);
-    check_peer("recv", src);
+  WorkHandle do_recv(Tensor& t, int src, int tag) override {
     Tensor h = stage(t, false);
     auto inner = inner_->recv_async(h, src, tag);
-    count_op(CommOp::recv, t.nbytes());
     return finish_later(std::move(inner), {{t, h}}, {h});
   }
 
-  WorkHandle barrier_async() override {
-    auto inner = inner_->barrier_async();  // nothing to stage
-    count_op(CommOp::barrier, 0);
-    return inner;
-  }
+  WorkHandle do_barrier() override { return inner_->barrier_async(); }  // nothing to stage
 
   // The same split of the CPU ranks, staged onto the same device.
-  std::unique_ptr<Communicator> split(int color, int key) override {
+  std::unique_ptr<Communicator> do_split(int color, int key) override {
     return make_host_staged(inner_->split(color, key), device_);
-  }
-
- private:
-  using Pairs = std::vector<std::pair<Tensor, Tensor>>;
-
-  void count_op(CommOp op, std::uint64_t payload, int root = 0) {
-    const CommVolume v = comm_volume(op, payload, size(), rank(), root);
-    count(op, v.payload_bytes, v.bytes_sent);
   }
 
   // A host copy of t for the inner op (undefined stays undefined: a non-root's gather output).

@@ -49,8 +49,7 @@
 #include <vector>
 
 #include "common/comm/backends.hpp"
-#include "common/comm/collective_shapes.hpp"
-#include "common/comm/comm_volume.hpp"
+#include "common/comm/watchdog.hpp"
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
 #include "common/cuda/cuda_check.hpp"
@@ -188,6 +187,8 @@ struct Completion {
   std::unique_ptr<Event> done;  // null while not enqueued yet
   std::vector<Tensor> keep;     // the op's buffers (and staging), released once it is over
   std::string pending_what;     // what an unenqueued op is waiting for, for the error message
+  watchdog::Subject subject;    // what a wait() on it waits for, and since when
+  watchdog::Watch::Clock::time_point issued = watchdog::Watch::Clock::now();
 };
 
 class NcclWork final : public Work {
@@ -207,6 +208,8 @@ class NcclWork final : public Work {
       throw Error(completion_->pending_what + ": nothing matching was issued before wait(), so it can never complete");
     const cudaEvent_t done = completion_->done->get();
     USP_CUDA_CHECK(cudaStreamWaitEvent(cuda::compute_stream(), done, 0));
+    // The op has waited on its peers since it was issued, not only since this wait() began.
+    const watchdog::Watch watch(completion_->subject, completion_->issued);
     for (;;) {
       const cudaError_t q = cudaEventQuery(done);
       if (q == cudaSuccess) break;
@@ -314,47 +317,33 @@ class NcclCommunicator final : public Communicator {
   Device device() const override { return device_; }
   std::vector<int> world_ranks() const override { return world_ranks_; }
 
-  WorkHandle broadcast_async(Tensor& t, int root) override {
-    check_tensor("broadcast", t);
-    check_root("broadcast", root);
-    auto work = launch("broadcast", kCollective, {t}, [&](ncclComm_t c, cudaStream_t s) {
+ private:
+  // Arguments were checked, and bytes counted, by Communicator's public ops; NCCL's own limit
+  // (no fp8 reductions) is checked here.
+  WorkHandle do_broadcast(Tensor& t, int root) override {
+    return launch("broadcast", kCollective, {t}, [&](ncclComm_t c, cudaStream_t s) {
       USP_NCCL_CHECK(ncclBroadcast(t.raw(), t.raw(), ucount(t.numel()), nccl_type(t.dtype()), root, c, s));
     });
-    count_op(CommOp::broadcast, t.nbytes(), root);
-    return work;
   }
 
-  WorkHandle reduce_async(Tensor& t, int root, ReduceOp op) override {
-    check_tensor("reduce", t);
-    check_root("reduce", root);
+  WorkHandle do_reduce(Tensor& t, int root, ReduceOp op) override {
     check_reducible("reduce", t.dtype());
-    auto work = launch("reduce", kCollective, {t}, [&](ncclComm_t c, cudaStream_t s) {
+    return launch("reduce", kCollective, {t}, [&](ncclComm_t c, cudaStream_t s) {
       USP_NCCL_CHECK(ncclReduce(t.raw(), t.raw(), ucount(t.numel()), nccl_type(t.dtype()), nccl_op(op), root, c, s));
     });
-    count_op(CommOp::reduce, t.nbytes(), root);
-    return work;
   }
 
-  WorkHandle all_reduce_async(Tensor& t, ReduceOp op) override {
-    check_tensor("all_reduce", t);
+  WorkHandle do_all_reduce(Tensor& t, ReduceOp op) override {
     check_reducible("all_reduce", t.dtype());
-    auto work = launch("all_reduce", kCollective, {t}, [&](ncclComm_t c, cudaStream_t s) {
+    return launch("all_reduce", kCollective, {t}, [&](ncclComm_t c, cudaStream_t s) {
       USP_NCCL_CHECK(ncclAllReduce(t.raw(), t.raw(), ucount(t.numel()), nccl_type(t.dtype()), nccl_op(op), c, s));
     });
-    count_op(CommOp::all_reduce, t.nbytes());
-    return work;
   }
 
-  WorkHandle gather_async(const Tensor& in, Tensor& out, int root) override {
-    check_tensor("gather", in);
-    check_root("gather", root);
+  WorkHandle do_gather(const Tensor& in, Tensor& out, int root) override {
     const bool is_root = rank_ == root;
-    if (is_root) {
-      check_tensor("gather", out);
-      collective_shapes::whole_is_n_parts("gather", "out", out, "in", in, size_);
-    }
     const std::int64_t n = in.numel();
-    auto work = launch("gather", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+    return launch("gather", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
       const ncclDataType_t type = nccl_type(in.dtype());
       if (!is_root) {
         USP_NCCL_CHECK(ncclSend(in.raw(), ucount(n), type, root, c, s));
@@ -366,31 +355,18 @@ class NcclCommunicator final : public Communicator {
         if (r != root) USP_NCCL_CHECK(ncclRecv(bytes_at(out, r * n), ucount(n), type, r, c, s));
       group.end();
     });
-    count_op(CommOp::gather, in.nbytes() * static_cast<std::uint64_t>(size_), root);
-    return work;
   }
 
-  WorkHandle all_gather_async(const Tensor& in, Tensor& out) override {
-    check_tensor("all_gather", in);
-    check_tensor("all_gather", out);
-    collective_shapes::whole_is_n_parts("all_gather", "out", out, "in", in, size_);
-    auto work = launch("all_gather", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+  WorkHandle do_all_gather(const Tensor& in, Tensor& out) override {
+    return launch("all_gather", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
       USP_NCCL_CHECK(ncclAllGather(in.raw(), out.raw(), ucount(in.numel()), nccl_type(in.dtype()), c, s));
     });
-    count_op(CommOp::all_gather, in.nbytes() * static_cast<std::uint64_t>(size_));
-    return work;
   }
 
-  WorkHandle scatter_async(const Tensor& in, Tensor& out, int root) override {
-    check_tensor("scatter", out);
-    check_root("scatter", root);
+  WorkHandle do_scatter(const Tensor& in, Tensor& out, int root) override {
     const bool is_root = rank_ == root;
-    if (is_root) {
-      check_tensor("scatter", in);
-      collective_shapes::whole_is_n_parts("scatter", "in", in, "out", out, size_);
-    }
     const std::int64_t n = out.numel();
-    auto work = launch("scatter", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+    return launch("scatter", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
       const ncclDataType_t type = nccl_type(out.dtype());
       if (!is_root) {
         USP_NCCL_CHECK(ncclRecv(out.raw(), ucount(n), type, root, c, s));
@@ -402,95 +378,56 @@ class NcclCommunicator final : public Communicator {
         if (r != root) USP_NCCL_CHECK(ncclSend(bytes_at(in, r * n), ucount(n), type, r, c, s));
       group.end();
     });
-    count_op(CommOp::scatter, out.nbytes() * static_cast<std::uint64_t>(size_), root);
-    return work;
   }
 
-  WorkHandle reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op) override {
-    check_tensor("reduce_scatter", in);
-    check_tensor("reduce_scatter", out);
-    collective_shapes::whole_is_n_parts("reduce_scatter", "in", in, "out", out, size_);
+  WorkHandle do_reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override {
     check_reducible("reduce_scatter", in.dtype());
-    auto work = launch("reduce_scatter", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+    return launch("reduce_scatter", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
       USP_NCCL_CHECK(ncclReduceScatter(in.raw(), out.raw(), ucount(out.numel()), nccl_type(in.dtype()),
                                        nccl_op(op), c, s));
     });
-    count_op(CommOp::reduce_scatter, in.nbytes());
-    return work;
   }
 
-  WorkHandle all_to_all_async(const Tensor& in, Tensor& out) override {
-    check_tensor("all_to_all", in);
-    check_tensor("all_to_all", out);
-    collective_shapes::all_to_all(in, out, size_);
+  WorkHandle do_all_to_all(const Tensor& in, Tensor& out) override {
     const std::vector<std::int64_t> counts(static_cast<std::size_t>(size_), in.numel() / size_);
-    auto work = launch("all_to_all", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+    return launch("all_to_all", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
       exchange(in, counts, out, counts, c, s);
     });
-    count_op(CommOp::all_to_all, in.nbytes());
-    return work;
   }
 
-  WorkHandle all_to_allv_async(const Tensor& in, const std::vector<std::int64_t>& send_counts,
-                               Tensor& out, const std::vector<std::int64_t>& recv_counts) override {
-    check_tensor("all_to_allv", in);
-    check_tensor("all_to_allv", out);
-    collective_shapes::all_to_allv(in, send_counts, out, recv_counts, size_);
-    const auto me = static_cast<std::size_t>(rank_);
-    if (send_counts[me] != recv_counts[me])
-      throw Error("all_to_allv: this rank sends itself " + std::to_string(send_counts[me]) +
-                  " elements but expects " + std::to_string(recv_counts[me]));
-    auto work = launch("all_to_allv", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+  WorkHandle do_all_to_allv(const Tensor& in, const std::vector<std::int64_t>& send_counts, Tensor& out,
+                            const std::vector<std::int64_t>& recv_counts) override {
+    return launch("all_to_allv", kCollective, {in, out}, [&](ncclComm_t c, cudaStream_t s) {
       exchange(in, send_counts, out, recv_counts, c, s);
     });
-    // Bytes sent are what really leaves this rank: every chunk but the one it keeps.
-    const std::uint64_t esize = dtype_size(in.dtype());
-    std::uint64_t sent = 0;
-    for (int j = 0; j < size_; ++j)
-      if (j != rank_) sent += static_cast<std::uint64_t>(send_counts[static_cast<std::size_t>(j)]) * esize;
-    count(CommOp::all_to_allv, in.nbytes(), sent);
-    return work;
   }
 
-  WorkHandle send_async(const Tensor& t, int dst, int tag) override {
-    check_tensor("send", t);
-    check_peer("send", dst);
-    collective_shapes::tag("send", tag);
-    WorkHandle work = dst == rank_ ? send_to_self(t, tag)
-                                   : launch("send", dst > rank_ ? kUp : kDown, {t}, [&](ncclComm_t c, cudaStream_t s) {
-                                       USP_NCCL_CHECK(ncclSend(t.raw(), ucount(t.numel()), nccl_type(t.dtype()), dst, c, s));
-                                     });
-    count_op(CommOp::send, t.nbytes());
-    return work;
+  WorkHandle do_send(const Tensor& t, int dst, int tag) override {
+    if (dst == rank_) return send_to_self(t, tag);
+    return launch("send", dst > rank_ ? kUp : kDown, {t}, [&](ncclComm_t c, cudaStream_t s) {
+      USP_NCCL_CHECK(ncclSend(t.raw(), ucount(t.numel()), nccl_type(t.dtype()), dst, c, s));
+    }, dst);
   }
 
-  WorkHandle recv_async(Tensor& t, int src, int tag) override {
-    check_tensor("recv", t);
-    check_peer("recv", src);
-    collective_shapes::tag("recv", tag);
-    WorkHandle work = src == rank_ ? recv_from_self(t, tag)
-                                   : launch("recv", src < rank_ ? kUp : kDown, {t}, [&](ncclComm_t c, cudaStream_t s) {
-                                       USP_NCCL_CHECK(ncclRecv(t.raw(), ucount(t.numel()), nccl_type(t.dtype()), src, c, s));
-                                     });
-    count_op(CommOp::recv, t.nbytes());
-    return work;
+  WorkHandle do_recv(Tensor& t, int src, int tag) override {
+    if (src == rank_) return recv_from_self(t, tag);
+    return launch("recv", src < rank_ ? kUp : kDown, {t}, [&](ncclComm_t c, cudaStream_t s) {
+      USP_NCCL_CHECK(ncclRecv(t.raw(), ucount(t.numel()), nccl_type(t.dtype()), src, c, s));
+    }, src);
   }
 
   // An all-reduce of one int: it cannot complete on any rank before every rank has issued it,
   // and wait() blocks the host until it has completed.
-  WorkHandle barrier_async() override {
+  WorkHandle do_barrier() override {
     Tensor token = Tensor::zeros({1}, DType::i32, MemCategory::CommBuffer, device_);
-    auto work = launch("barrier", kCollective, {token}, [&](ncclComm_t c, cudaStream_t s) {
+    return launch("barrier", kCollective, {token}, [&](ncclComm_t c, cudaStream_t s) {
       USP_NCCL_CHECK(ncclAllReduce(token.raw(), token.raw(), 1, ncclInt32, ncclSum, c, s));
     });
-    count_op(CommOp::barrier, 0);
-    return work;
   }
 
-  std::unique_ptr<Communicator> split(int color, int key) override {
+  std::unique_ptr<Communicator> do_split(int color, int key) override {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
     state_->require_live("split");
-    if (color < 0) throw Error("split: color must be >= 0, got " + std::to_string(color));
     // Learn every rank's (color, key), so this rank knows its group's world ranks.
     Tensor mine = Tensor::zeros({2}, DType::i32, MemCategory::Temporary, Device::cpu());
     mine.data<std::int32_t>()[0] = color;
@@ -534,7 +471,6 @@ class NcclCommunicator final : public Communicator {
 #endif
   }
 
- private:
   // The point-to-point lanes are copies of the collective communicator (same ranks, same
   // order), split off it; every lane gets its own non-blocking stream.
   void open_lanes() {
@@ -554,20 +490,30 @@ class NcclCommunicator final : public Communicator {
   }
 
   // Enqueues one op on a lane's stream, after the compute stream's work so far, and returns a
-  // Work completing with it.
+  // Work completing with it. peer: the rank a send or receive waits for; -1 for a collective.
   template <class Enqueue>
-  WorkHandle launch(const char* op, int lane, std::vector<Tensor> keep, Enqueue&& enqueue) {
-    return std::make_shared<NcclWork>(state_, enqueue_now(op, lane, std::move(keep), enqueue));
+  WorkHandle launch(const char* op, int lane, std::vector<Tensor> keep, Enqueue&& enqueue, int peer = -1) {
+    return std::make_shared<NcclWork>(state_, enqueue_now(op, lane, std::move(keep), enqueue, peer));
+  }
+
+  // What the watchdog names for an op of this communicator waiting on peer (-1: on the group).
+  watchdog::Subject subject(const char* op, int peer) const {
+    watchdog::Subject s{op, label(), world_ranks_[static_cast<std::size_t>(rank_)], {}, peer < 0};
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_ && (peer < 0 || r == peer)) s.peers.push_back(world_ranks_[static_cast<std::size_t>(r)]);
+    return s;
   }
 
   template <class Enqueue>
-  std::shared_ptr<Completion> enqueue_now(const char* op, int lane, std::vector<Tensor> keep, Enqueue&& enqueue) {
+  std::shared_ptr<Completion> enqueue_now(const char* op, int lane, std::vector<Tensor> keep, Enqueue&& enqueue,
+                                          int peer = -1) {
     state_->require_live(op);
     const cudaStream_t stream = state_->stream[lane];
     USP_CUDA_CHECK(cudaEventRecord(state_->ready.get(), cuda::compute_stream()));
     USP_CUDA_CHECK(cudaStreamWaitEvent(stream, state_->ready.get(), 0));
     enqueue(lane_comm(lane), stream);
     auto completion = std::make_shared<Completion>();
+    completion->subject = subject(op, peer);
     completion->done = std::make_unique<Event>();
     USP_CUDA_CHECK(cudaEventRecord(completion->done->get(), stream));
     std::erase_if(keep, [](const Tensor& t) { return !t.defined(); });
@@ -582,7 +528,7 @@ class NcclCommunicator final : public Communicator {
                   dtype_name(src.dtype()) + " elements, the receive expects " + std::to_string(dst.numel()) +
                   " " + dtype_name(dst.dtype()));
     return enqueue_now(op, kCollective, std::move(keep),
-                       [&](ncclComm_t, cudaStream_t s) { copy_async(dst.raw(), src.raw(), src.nbytes(), s); });
+                       [&](ncclComm_t, cudaStream_t s) { copy_async(dst.raw(), src.raw(), src.nbytes(), s); }, rank_);
   }
 
   WorkHandle send_to_self(const Tensor& t, int tag) {
@@ -604,6 +550,7 @@ class NcclCommunicator final : public Communicator {
     auto pending = std::make_shared<Completion>();
     pending->keep = {t};
     pending->pending_what = "recv from itself (tag " + std::to_string(tag) + ")";
+    pending->subject = subject("recv", rank_);
     self_.post_recv({tag, t, pending});
     return std::make_shared<NcclWork>(state_, pending);
   }
@@ -633,11 +580,6 @@ class NcclCommunicator final : public Communicator {
 
   static void copy_async(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
     if (bytes > 0) USP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-  }
-
-  void count_op(CommOp op, std::uint64_t payload, int root = 0) {
-    const CommVolume v = comm_volume(op, payload, size_, rank_, root);
-    count(op, v.payload_bytes, v.bytes_sent);
   }
 
   std::shared_ptr<NcclState> state_;

@@ -674,6 +674,13 @@ TEST_CASE("bad arguments throw on every rank before anything is communicated", "
   std::vector<std::int64_t> wrong_sum(n, 1);  // sums to n, but t has 6 elements
   if (n == 6) wrong_sum[0] = 2;
   CHECK_THROWS_AS(w.all_to_allv(t, wrong_sum, t, counts), Error);
+  if (n > 1) {  // what a rank sends itself must be what it receives from itself
+    std::vector<std::int64_t> to_self(n, 0), from_self(n, 0);
+    to_self[me] = 6;
+    from_self[me] = 5;
+    from_self[(me + 1) % n] = 1;
+    CHECK_THROWS_WITH(w.all_to_allv(t, to_self, t, from_self), "all_to_allv: this rank sends itself 6 elements but expects 5");
+  }
   CHECK_THROWS_AS(w.send(t, n, 0), Error);
   CHECK_THROWS_AS(w.recv(t, -1, 0), Error);
   CHECK_THROWS_AS(w.send(t, me, -3), Error);

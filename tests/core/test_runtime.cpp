@@ -47,3 +47,22 @@ TEST_CASE("parse agrees on the command line", "[core][runtime][mpi]") {
   const char* bad_args[] = {"t", "--n", "0"};
   CHECK_THROWS_AS(rt.parse(bad, 3, bad_args), CollectiveExit);
 }
+
+TEST_CASE("skip_if_not_implemented: a part that completes, and one not implemented on any rank", "[core][runtime][mpi]") {
+  auto& rt = testing::runtime();
+  const CommStats before = rt.world().stats();
+  int ran = 0;
+  CHECK(rt.skip_if_not_implemented([&] { ++ran; }).empty());
+  CHECK(ran == 1);
+  // NotImplemented on every rank: every rank gets its message, and the job goes on together.
+  const std::string message =
+      rt.skip_if_not_implemented([] { throw NotImplemented("exercise 99.1: expected test message"); });
+  CHECK(message == "exercise 99.1: expected test message");
+  // The agreements travel on the runtime's own control communicator: the world's traffic (which
+  // chapters report) is the chapter's alone.
+  const CommStats after = rt.world().stats();
+  CHECK(after.calls == before.calls);
+  CHECK(after.bytes_sent == before.bytes_sent);
+  // Other exceptions are bugs, not skips: they propagate on the rank that threw.
+  CHECK_THROWS_AS(rt.skip_if_not_implemented([] { throw Error("not a skip"); }), Error);
+}

@@ -2,13 +2,18 @@
 // Catch2 session on every rank, and agrees on the result.
 //   * rank 0 reports to the console as usual;
 //   * other ranks report into a file, printed with a "[rank r]" banner only if they failed;
-//   * the exit code is non-zero on every rank if any rank failed.
+//   * the exit code is non-zero on every rank if any rank failed;
+//   * a test case cut short on one rank of several ends the job at once (RankFailureListener);
+//   * the communication watchdog waits 60 s unless USP_COMM_TIMEOUT says otherwise: no test
+//     waits on other ranks for that long, and a deadlocked one ends well before ctest's limit.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "tests/support/test_world.hpp"
@@ -20,8 +25,78 @@ Runtime* g_runtime = nullptr;
 Runtime& runtime() { return *g_runtime; }
 }  // namespace usp::testing
 
+namespace {
+
+// A failure that cuts a test case short on this rank: a REQUIRE or FAIL (which throw out of the
+// test case), or an exception escaping it. From there on this rank runs other code than
+// its peers: they may wait forever in the test case's next collective, or worse, that collective
+// may match an unrelated one of this rank's next test case (MPI matches collectives by order
+// only) and deliver wrong data. So on a multi-rank run such a failure ends the job at once with
+// this rank's message, before this rank communicates again. CHECK failures leave the control
+// flow alone (every rank still issues the same collectives) and are reported as usual at the
+// end. The one-rank run of the same executable still runs and reports every test case.
+class RankFailureListener : public Catch::TestEventListenerBase {
+ public:
+  using TestEventListenerBase::TestEventListenerBase;
+
+  void testCaseStarting(const Catch::TestCaseInfo& info) override { test_case_ = info.name; }
+
+  bool assertionEnded(const Catch::AssertionStats& stats) override {
+    const Catch::AssertionResult& r = stats.assertionResult;
+    usp::Runtime& rt = usp::testing::runtime();
+    if (r.isOk() || rt.size() == 1 || !cuts_test_case_short(r)) return true;
+    std::ostringstream out;
+    out << "[rank " << rt.rank() << "] fatal: test case '" << test_case_ << "' stopped on this rank at "
+        << r.getSourceInfo().file << ":" << r.getSourceInfo().line << ": ";
+    if (r.getResultType() == Catch::ResultWas::ThrewException) {
+      out << "unexpected exception: " << r.getMessage();
+    } else if (r.hasExpression()) {
+      out << r.getExpressionInMacro() << " failed (" << r.getExpandedExpression() << ")";
+      if (r.hasMessage()) out << ": " << r.getMessage();
+    } else {
+      out << r.getMessage();
+    }
+    for (const auto& info : stats.infoMessages)  // INFO and CAPTURE (an exception's text is already out)
+      if (info.message != r.getMessage()) out << " [with " << info.message << "]";
+    out << " -- the other ranks cannot go on without it, so the job ends here";
+    std::cerr << out.str() << std::endl;
+    rt.abort(1);
+  }
+
+ private:
+  static bool cuts_test_case_short(const Catch::AssertionResult& r) {
+    switch (r.getResultType()) {
+      // A signal: Catch reports it and re-raises it, so this rank dies and mpirun ends the job
+      // anyway. (It is also how a rank sees the SIGTERM of a job another rank aborted.)
+      case Catch::ResultWas::FatalErrorCondition: return false;
+      // Inside a CHECK_NOTHROW (or CHECK(f()) with f throwing) the test case goes on; one that
+      // escaped the test case is reported with no macro name.
+      case Catch::ResultWas::ThrewException:
+        if (r.getTestMacroName().empty()) return true;
+        break;
+      default: break;
+    }
+    // REQUIRE, REQUIRE_THROWS ..., FAIL: Catch throws out of the test case after a failure.
+    return (r.m_info.resultDisposition & Catch::ResultDisposition::Normal) != 0;
+  }
+
+  std::string test_case_;
+};
+
+}  // namespace
+
+CATCH_REGISTER_LISTENER(RankFailureListener)
+
 int main(int argc, char** argv) {
-  usp::Runtime rt(argc, argv);
+  // A user's (or ctest's) setting wins.
+  setenv("USP_COMM_TIMEOUT", "60", /*overwrite=*/0);
+  std::unique_ptr<usp::Runtime> runtime;
+  try {
+    runtime = std::make_unique<usp::Runtime>(argc, argv);
+  } catch (const usp::CollectiveExit& e) {
+    return e.code;  // a bad environment, reported once
+  }
+  usp::Runtime& rt = *runtime;
   usp::testing::g_runtime = &rt;
 
   Catch::Session session;
