@@ -52,7 +52,9 @@ if(MPI_CXX_FOUND)
   set(USP_HAVE_MPI ON)
   set(USP_MPIEXEC "${MPIEXEC_EXECUTABLE}")
   # OpenMPI refuses root and more ranks than cores unless told; tests and the driver tell it.
-  set(USP_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;OPENBLAS_NUM_THREADS=1")
+  # Under ctest a rank left waiting ends the job after 60 s (the communicator's watchdog,
+  # USP_COMM_TIMEOUT; 300 s by default), well inside ctest's per-test timeout.
+  set(USP_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;OPENBLAS_NUM_THREADS=1;USP_COMM_TIMEOUT=60")
 endif()
 
 # ---- BLAS for CPU matmuls (OpenBLAS) -----------------------------------------------------------
