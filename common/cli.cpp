@@ -166,26 +166,27 @@ void Cli::set(Option& opt, const std::string& text) {
 }
 
 void Cli::parse(int argc, const char* const* argv) {
-  // CLI11 splits the command line into flags and values; every value is checked by set() as its
-  // flag is met (trigger_on_parse), so the first mistake on the line is the one reported.
+  // --help (or -h) ends the command line: what precedes it is checked, what follows is not.
+  int n = 1;
+  while (n < argc && std::string(argv[n]) != "--help" && std::string(argv[n]) != "-h") ++n;
+  for (int i = 1; i < n; ++i)
+    if (std::string(argv[i]) == "--")  // CLI11 would read what follows as positional arguments
+      throw UsageError("unexpected argument '--' (flags look like --name value; see --help)");
+
+  // CLI11 splits the line into flags and values; each value is checked by set() as its flag is
+  // met (trigger_on_parse), so the first mistake on the line is the one reported.
   CLI::App app(summary_, program_);
-  app.allow_extras();  // unknown arguments: collected, reported below in our words
-  app.set_help_flag("-h,--help", "print this message");
+  app.set_help_flag();  // handled above
+  app.allow_extras();   // unknown arguments: collected, reported below in our words
   for (Option& o : options_) {
     CLI::Option* c = o.kind == Kind::flag ? app.add_flag("--" + o.name) : app.add_option("--" + o.name);
     c->each([&o](const std::string& text) { set(o, text); })->trigger_on_parse();
   }
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--")  // CLI11 would read what follows as positional arguments
-      throw UsageError("unexpected argument '--' (flags look like --name value; see --help)");
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    help_ = true;
-    return;
+    app.parse(n, argv);
   } catch (const CLI::ArgumentMismatch&) {
     // The one mismatch a declared flag raises: it takes a value and ends the line.
-    const std::string last = argv[argc - 1];  // "--steps", or "--steps=" with nothing after
+    const std::string last = argv[n - 1];  // "--steps", or "--steps=" with nothing after
     throw UsageError(last.substr(0, last.find('=')) + " needs a value (see --help)");
   } catch (const CLI::ParseError& e) {
     throw UsageError(std::string(e.what()) + " (see --help)");
@@ -195,6 +196,7 @@ void Cli::parse(int argc, const char* const* argv) {
       throw UsageError("unknown flag " + arg.substr(0, arg.find('=')) + " (see --help)");
     throw UsageError("unexpected argument '" + arg + "' (flags look like --name value; see --help)");
   }
+  help_ = n < argc;
 }
 
 std::string Cli::help() const {

@@ -60,8 +60,9 @@ TEST_CASE("--help is recognised and lists every flag", "[core][cli]") {
   CHECK(h.find("[default: out/x]") != std::string::npos);
   CHECK(h.find("what prog does") != std::string::npos);
   Cli short_form = make();
-  parse(short_form, {"-h"});
+  parse(short_form, {"-h", "--steps", "0"});  // nothing after --help is checked
   CHECK(short_form.help_requested());
+  CHECK(error_of({"--steps", "0", "--help"}) == "--steps must be >= 1, got 0");  // what precedes it is
 }
 
 TEST_CASE("each mistake gets one message naming the flag", "[core][cli]") {
