@@ -210,7 +210,7 @@ void save_checkpoint(const std::string& dir, const ParamStore& params, const Ada
     w.field("data", state->data);
     w.field("seq", state->seq);
     w.field("global_batch", state->global_batch);
-    w.key("losses").array(state->losses);  // %.17g: every double reads back exactly
+    w.key("losses").array(state->losses);  // shortest round-trip text: every double reads back exactly
     w.end_object();
     write_text_file(in_dir(dir, kTrainerFile), w.str() + "\n");
   } else {

@@ -132,7 +132,7 @@ TEST_CASE("usp_eval check: the printed losses", "[.usp_eval_check]") {
   CHECK(json_double(zero.at("perplexity")) == Approx(256.0).epsilon(1e-5));
 
   // Random checkpoints: the same numbers as evaluating the saved parameters in this process
-  // (same batches, same code: equal to the last bit; %.17g round-trips a double).
+  // (same batches, same code: equal to the last bit; the JSON text round-trips a double).
   for (DType dtype : {DType::f32, DType::bf16}) {
     INFO(dtype_name(dtype));
     const ModelConfig c = ModelConfig::builtin("usp-tiny");
