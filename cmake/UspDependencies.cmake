@@ -1,7 +1,15 @@
 # Finds what the course can use and sets USP_HAVE_{CUDA,NCCL,MPI,BLAS}.
-# Every dependency except a C++ compiler is optional: without MPI the course runs one rank,
+# Required: a C++ compiler, nlohmann-json and CLI11. Every other dependency is optional: without MPI the course runs one rank,
 # without CUDA it runs on the CPU, without NCCL CUDA tensors are communicated through host memory.
 find_package(Threads REQUIRED)
+
+# ---- JSON (nlohmann-json) and the command line (CLI11): header-only, always needed -------------
+foreach(pkg nlohmann_json CLI11)
+  find_package(${pkg} QUIET)
+  if(NOT ${pkg}_FOUND)
+    message(FATAL_ERROR "${pkg} not found (Debian: nlohmann-json3-dev, libcli11-dev); run ./usp setup")
+  endif()
+endforeach()
 
 # ---- CUDA (a toolkit is enough: a CUDA build still runs on a machine without a GPU) ----------
 set(USP_HAVE_CUDA OFF)

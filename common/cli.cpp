@@ -1,8 +1,9 @@
 #include "common/cli.hpp"
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <sstream>
 
 #include "common/error.hpp"
 #include "common/json.hpp"
@@ -11,68 +12,101 @@ namespace usp {
 
 namespace {
 
-const char* kind_hint(bool integer) { return integer ? "an integer" : "a number"; }
-
+// Shortest text that reads back as the same double (1, 0.0003, 1e-08), for help and messages.
 std::string format_double(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general).ptr);
+}
+
+// from_chars refuses a leading '+'; a user may well write one.
+const char* skip_plus(const std::string& text) {
+  return text.size() > 1 && text[0] == '+' && text[1] != '-' ? text.data() + 1 : text.data();
+}
+
+// "123", "64K", "1G" read exactly: kNotNumber (no leading integer), kBadSuffix, kTooLarge or
+// kTooSmall (beyond 64 bits, before or after the suffix), else kOk with `out` set.
+enum class SizeRead { kOk, kNotNumber, kBadSuffix, kTooLarge, kTooSmall };
+
+SizeRead read_size(const std::string& text, std::int64_t& out) {
+  const char* end = text.data() + text.size();
+  std::int64_t v = 0;
+  const auto [rest, ec] = std::from_chars(skip_plus(text), end, v);
+  if (ec == std::errc::invalid_argument) return SizeRead::kNotNumber;
+  if (ec == std::errc::result_out_of_range) return text[0] == '-' ? SizeRead::kTooSmall : SizeRead::kTooLarge;
+  const std::string suffix(rest, end);
+  int shift = 0;
+  if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M") shift = 20;
+  else if (suffix == "G") shift = 30;
+  else if (!suffix.empty()) return SizeRead::kBadSuffix;
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() >> shift;
+  if (v > limit) return SizeRead::kTooLarge;
+  if (v < -limit - 1) return SizeRead::kTooSmall;
+  out = v * (std::int64_t{1} << shift);
+  return SizeRead::kOk;
 }
 
 }  // namespace
 
 std::int64_t parse_size(const std::string& text, const std::string& what) {
-  if (text.empty()) throw UsageError(what + " expects an integer, got an empty value");
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    throw UsageError(what + " expects an integer, got '" + text + "'");
+  std::int64_t v = 0;
+  switch (read_size(text, v)) {
+    case SizeRead::kOk: return v;
+    case SizeRead::kNotNumber:
+      if (text.empty()) throw UsageError(what + " expects an integer, got an empty value");
+      throw UsageError(what + " expects an integer, got '" + text + "'");
+    case SizeRead::kBadSuffix:
+      throw UsageError(what + " expects an integer (optionally with K, M or G), got '" + text + "'");
+    case SizeRead::kTooLarge:
+    case SizeRead::kTooSmall: break;
   }
-  std::int64_t scale = 1;
-  const std::string suffix = text.substr(used);
-  if (suffix == "K" || suffix == "k") scale = 1ll << 10;
-  else if (suffix == "M") scale = 1ll << 20;
-  else if (suffix == "G") scale = 1ll << 30;
-  else if (!suffix.empty())
-    throw UsageError(what + " expects an integer (optionally with K, M or G), got '" + text + "'");
-  return static_cast<std::int64_t>(v) * scale;
+  throw UsageError(what + " does not fit in a 64-bit integer, got '" + text + "'");
 }
 
 Cli::Cli(std::string program, std::string summary) : program_(std::move(program)), summary_(std::move(summary)) {}
 
+Cli::Option& Cli::declare(const std::string& name, Kind kind, const std::string& help) {
+  for (const Option& d : options_)
+    if (d.name == name) throw Error("Cli: flag --" + name + " declared twice");
+  Option& o = options_.emplace_back();
+  o.name = name;
+  o.kind = kind;
+  o.help = help;
+  return o;
+}
+
 Cli& Cli::add_int(const std::string& name, std::int64_t def, const std::string& help, std::int64_t min,
                   std::int64_t max) {
-  Option o{Kind::integer, help, std::to_string(def), {}, 0, 0, min, max, false};
-  options_[name] = o;
-  order_.push_back(name);
+  Option& o = declare(name, Kind::integer, help);
+  o.imin = min;
+  o.imax = max;
+  o.integer = def;
   return *this;
 }
 
 Cli& Cli::add_float(const std::string& name, double def, const std::string& help, double min, double max) {
-  Option o{Kind::real, help, format_double(def), {}, min, max, 0, 0, false};
-  options_[name] = o;
-  order_.push_back(name);
+  Option& o = declare(name, Kind::real, help);
+  o.min = min;
+  o.max = max;
+  o.real = def;
   return *this;
 }
 
 Cli& Cli::add_string(const std::string& name, const std::string& def, const std::string& help) {
-  options_[name] = Option{Kind::text, help, def, {}, 0, 0, 0, 0, false};
-  order_.push_back(name);
+  declare(name, Kind::text, help).text = def;
   return *this;
 }
 
 Cli& Cli::add_choice(const std::string& name, const std::string& def, const std::vector<std::string>& choices,
                      const std::string& help) {
-  options_[name] = Option{Kind::choice, help, def, choices, 0, 0, 0, 0, false};
-  order_.push_back(name);
+  Option& o = declare(name, Kind::choice, help);
+  o.choices = choices;
+  o.text = def;
   return *this;
 }
 
 Cli& Cli::add_flag(const std::string& name, const std::string& help) {
-  options_[name] = Option{Kind::flag, help, "false", {}, 0, 0, 0, 0, false};
-  order_.push_back(name);
+  declare(name, Kind::flag, help);
   return *this;
 }
 
@@ -87,140 +121,143 @@ Cli& Cli::add_common(const std::string& default_out) {
 
 Cli& Cli::add_steps(std::int64_t def) { return add_int("steps", def, "training steps", 1); }
 
-void Cli::set(const std::string& name, Option& opt, const std::string& text) {
-  const std::string flag = "--" + name;
+void Cli::set(Option& opt, const std::string& text) {
+  const std::string flag = "--" + opt.name;
   switch (opt.kind) {
     case Kind::integer: {
-      const std::int64_t v = parse_size(text, flag);
-      if (v < opt.imin) throw UsageError(flag + " must be >= " + std::to_string(opt.imin) + ", got " + text);
-      if (v > opt.imax) throw UsageError(flag + " must be <= " + std::to_string(opt.imax) + ", got " + text);
-      opt.value = std::to_string(v);
+      std::int64_t v = 0;
+      const SizeRead r = read_size(text, v);
+      if (r == SizeRead::kNotNumber || r == SizeRead::kBadSuffix) parse_size(text, flag);  // throws its message
+      if (r == SizeRead::kTooSmall || (r == SizeRead::kOk && v < opt.imin))
+        throw UsageError(flag + " must be >= " + std::to_string(opt.imin) + ", got " + text);
+      if (r == SizeRead::kTooLarge || v > opt.imax)
+        throw UsageError(flag + " must be <= " + std::to_string(opt.imax) + ", got " + text);
+      opt.integer = v;
       break;
     }
     case Kind::real: {
-      std::size_t used = 0;
       double v = 0;
-      try {
-        v = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size() || !std::isfinite(v))
-        throw UsageError(flag + " expects " + kind_hint(false) + ", got '" + text + "'");
+      const char* end = text.data() + text.size();
+      const auto [rest, ec] = std::from_chars(skip_plus(text), end, v);
+      if (text.empty() || ec != std::errc() || rest != end || !std::isfinite(v))
+        throw UsageError(flag + " expects a number, got '" + text + "'");
       if (v < opt.min) throw UsageError(flag + " must be >= " + format_double(opt.min) + ", got " + text);
       if (v > opt.max) throw UsageError(flag + " must be <= " + format_double(opt.max) + ", got " + text);
-      opt.value = text;
+      opt.real = v;
       break;
     }
     case Kind::choice: {
-      bool ok = false;
       std::string list;
-      for (const auto& c : opt.choices) {
-        ok = ok || c == text;
-        list += (list.empty() ? "" : ", ") + c;
-      }
-      if (!ok) throw UsageError(flag + " must be one of " + list + ", got '" + text + "'");
-      opt.value = text;
+      for (const auto& c : opt.choices) list += (list.empty() ? "" : ", ") + c;
+      if (std::find(opt.choices.begin(), opt.choices.end(), text) == opt.choices.end())
+        throw UsageError(flag + " must be one of " + list + ", got '" + text + "'");
+      opt.text = text;
       break;
     }
-    case Kind::text: opt.value = text; break;
-    case Kind::flag: opt.value = text; break;
+    case Kind::text: opt.text = text; break;
+    case Kind::flag:
+      // CLI11 hands a bare switch over as "true" and --name=VALUE as VALUE.
+      if (text != "true" && text != "false")
+        throw UsageError(flag + " is a switch: give it alone or as " + flag + "=true|false");
+      opt.flag = text == "true";
+      break;
   }
   opt.given = true;
 }
 
 void Cli::parse(int argc, const char* const* argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      help_ = true;
-      return;
-    }
-    if (arg.rfind("--", 0) != 0 || arg.size() == 2)
-      throw UsageError("unexpected argument '" + arg + "' (flags look like --name value; see --help)");
-    std::string name = arg.substr(2), value;
-    bool has_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    auto it = options_.find(name);
-    if (it == options_.end()) throw UsageError("unknown flag --" + name + " (see --help)");
-    Option& opt = it->second;
-    if (opt.kind == Kind::flag) {
-      if (has_value && value != "true" && value != "false")
-        throw UsageError("--" + name + " is a switch: give it alone or as --" + name + "=true|false");
-      set(name, opt, has_value ? value : "true");
-      continue;
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) throw UsageError("--" + name + " needs a value (see --help)");
-      value = argv[++i];
-    }
-    set(name, opt, value);
+  // --help (or -h) ends the command line: what precedes it is checked, what follows is not.
+  int n = 1;
+  while (n < argc && std::string(argv[n]) != "--help" && std::string(argv[n]) != "-h") ++n;
+  for (int i = 1; i < n; ++i)
+    if (std::string(argv[i]) == "--")  // CLI11 would read what follows as positional arguments
+      throw UsageError("unexpected argument '--' (flags look like --name value; see --help)");
+
+  // CLI11 splits the line into flags and values; each value is checked by set() as its flag is
+  // met (trigger_on_parse), so the first mistake on the line is the one reported.
+  CLI::App app(summary_, program_);
+  app.set_help_flag();  // handled above
+  app.allow_extras();   // unknown arguments: collected, reported below in our words
+  for (Option& o : options_) {
+    CLI::Option* c = o.kind == Kind::flag ? app.add_flag("--" + o.name) : app.add_option("--" + o.name);
+    c->each([&o](const std::string& text) { set(o, text); })->trigger_on_parse();
   }
+  try {
+    app.parse(n, argv);
+  } catch (const CLI::ArgumentMismatch&) {
+    // The one mismatch a declared flag raises: it takes a value and ends the line.
+    const std::string last = argv[n - 1];  // "--steps", or "--steps=" with nothing after
+    throw UsageError(last.substr(0, last.find('=')) + " needs a value (see --help)");
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + " (see --help)");
+  }
+  for (const std::string& arg : app.remaining()) {
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2)
+      throw UsageError("unknown flag " + arg.substr(0, arg.find('=')) + " (see --help)");
+    throw UsageError("unexpected argument '" + arg + "' (flags look like --name value; see --help)");
+  }
+  help_ = n < argc;
 }
 
 std::string Cli::help() const {
-  std::ostringstream os;
-  os << "usage: " << program_ << " [flags]\n\n" << summary_ << "\n\nflags:\n";
-  for (const auto& name : order_) {
-    const Option& o = options_.at(name);
-    std::string left = "  --" + name;
+  CLI::App app(summary_, program_);
+  app.set_help_flag("-h,--help", "print this message");
+  app.get_formatter()->column_width(26);
+  for (const Option& o : options_) {
+    std::string text = o.help, type, def;
     switch (o.kind) {
-      case Kind::integer: left += " N"; break;
-      case Kind::real: left += " X"; break;
-      case Kind::text: left += " TEXT"; break;
-      case Kind::choice: left += " CHOICE"; break;
+      case Kind::integer: type = "N", def = std::to_string(o.integer); break;
+      case Kind::real: type = "X", def = format_double(o.real); break;
+      case Kind::text: type = "TEXT", def = o.text; break;
+      case Kind::choice: {
+        type = "CHOICE", def = o.text;
+        std::string list;
+        for (const auto& c : o.choices) list += (list.empty() ? "" : "|") + c;
+        text += " (" + list + ")";
+        break;
+      }
       case Kind::flag: break;
     }
-    if (left.size() < 26) left += std::string(26 - left.size(), ' ');
-    else left += "\n" + std::string(26, ' ');
-    os << left << o.help;
-    if (o.kind == Kind::choice) {
-      os << " (";
-      for (std::size_t i = 0; i < o.choices.size(); ++i) os << (i ? "|" : "") << o.choices[i];
-      os << ')';
-    }
-    if (o.kind != Kind::flag) os << " [default: " << o.value << ']';
-    os << '\n';
+    // const: CLI11 reads a non-const string here as a variable to assign the value to.
+    const std::string description = o.kind == Kind::flag ? text : text + " [default: " + def + "]";
+    if (o.kind == Kind::flag) app.add_flag("--" + o.name, description);
+    else app.add_option("--" + o.name, description)->type_name(type);
   }
-  os << "  --help                  print this message\n";
-  return os.str();
+  return app.help();
 }
 
 const Cli::Option& Cli::find(const std::string& name, Kind kind) const {
-  auto it = options_.find(name);
-  if (it == options_.end()) throw Error("Cli: no flag --" + name + " was declared");
-  const bool compatible = it->second.kind == kind ||
-                          (kind == Kind::text && it->second.kind == Kind::choice);
-  if (!compatible) throw Error("Cli: flag --" + name + " read with the wrong type");
-  return it->second;
+  for (const Option& o : options_) {
+    if (o.name != name) continue;
+    const bool compatible = o.kind == kind || (kind == Kind::text && o.kind == Kind::choice);
+    if (!compatible) throw Error("Cli: flag --" + name + " read with the wrong type");
+    return o;
+  }
+  throw Error("Cli: no flag --" + name + " was declared");
 }
 
-std::int64_t Cli::get_int(const std::string& name) const { return std::stoll(find(name, Kind::integer).value); }
-double Cli::get_float(const std::string& name) const { return std::stod(find(name, Kind::real).value); }
-const std::string& Cli::get_string(const std::string& name) const { return find(name, Kind::text).value; }
-bool Cli::get_flag(const std::string& name) const { return find(name, Kind::flag).value == "true"; }
+std::int64_t Cli::get_int(const std::string& name) const { return find(name, Kind::integer).integer; }
+double Cli::get_float(const std::string& name) const { return find(name, Kind::real).real; }
+const std::string& Cli::get_string(const std::string& name) const { return find(name, Kind::text).text; }
+bool Cli::get_flag(const std::string& name) const { return find(name, Kind::flag).flag; }
 
 bool Cli::given(const std::string& name) const {
-  auto it = options_.find(name);
-  if (it == options_.end()) throw Error("Cli: no flag --" + name + " was declared");
-  return it->second.given;
+  for (const Option& o : options_)
+    if (o.name == name) return o.given;
+  throw Error("Cli: no flag --" + name + " was declared");
 }
 
 std::string Cli::values_json() const {
   JsonWriter w;
   w.begin_object();
-  for (const auto& name : order_) {
-    const Option& o = options_.at(name);
-    w.key(name);
+  for (const Option& o : options_) {
+    w.key(o.name);
     switch (o.kind) {
-      case Kind::integer: w.value(static_cast<std::int64_t>(std::stoll(o.value))); break;
-      case Kind::real: w.value(std::stod(o.value)); break;
-      case Kind::flag: w.value(o.value == "true"); break;
-      default: w.value(o.value); break;
+      case Kind::integer: w.value(o.integer); break;
+      case Kind::real: w.value(o.real); break;
+      case Kind::flag: w.value(o.flag); break;
+      case Kind::text:
+      case Kind::choice: w.value(o.text); break;
     }
   }
   w.end_object();

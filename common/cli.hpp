@@ -1,14 +1,14 @@
-// Cli: the command line of every executable. Flags are declared with their default, their help
-// line and their limits; --help prints them all. A bad value gets one message naming the flag,
-// what it expects and what it got (usp::UsageError), e.g.
+// Cli: the command line of every executable, declared over CLI11. Flags are declared with their
+// default, their help line and their limits; --help prints them all. A bad value gets one message
+// naming the flag, what it expects and what it got (usp::UsageError), e.g.
 //   error: --steps must be >= 1, got 0
 //   error: unknown flag --stpes (see --help)
 // Forms accepted: --name value, --name=value, and --flag for booleans. Integers accept the
-// suffixes K, M, G (powers of 1024), so --max-bytes 64M works.
+// suffixes K, M, G (powers of 1024), so --max-bytes 64M works; a value beyond 64 bits is out of
+// range like any other, never wrapped.
 #pragma once
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -35,7 +35,8 @@ class Cli {
   // Training executables add --steps too.
   Cli& add_steps(std::int64_t def);
 
-  // Throws UsageError on the first problem. --help sets help_requested() and stops parsing.
+  // Throws UsageError on the first problem. --help sets help_requested() and nothing else is
+  // reported.
   void parse(int argc, const char* const* argv);
   bool help_requested() const { return help_; }
   std::string help() const;
@@ -45,30 +46,36 @@ class Cli {
   const std::string& get_string(const std::string& name) const;  // strings and choices
   bool get_flag(const std::string& name) const;
   bool given(const std::string& name) const;  // set on the command line, not defaulted
-  // The parsed values as one JSON object {"name": value, ...}, for summary.json.
+  // The parsed values as one JSON object {"name": value, ...} in declaration order, for
+  // summary.json: integers as integers, reals as numbers, switches as booleans, else strings.
   std::string values_json() const;
 
  private:
   enum class Kind { integer, real, text, choice, flag };
   struct Option {
-    Kind kind;
+    std::string name;
+    Kind kind = Kind::text;
     std::string help;
-    std::string value;  // canonical text of the current value
     std::vector<std::string> choices;
-    double min = 0, max = 0;
     std::int64_t imin = 0, imax = 0;
+    double min = 0, max = 0;
+    std::int64_t integer = 0;  // the current value, in the member of its kind
+    double real = 0;
+    std::string text;
+    bool flag = false;
     bool given = false;
   };
+  Option& declare(const std::string& name, Kind kind, const std::string& help);
   const Option& find(const std::string& name, Kind kind) const;
-  void set(const std::string& name, Option& opt, const std::string& text);
+  static void set(Option& opt, const std::string& text);  // throws UsageError naming the flag
 
   std::string program_, summary_;
-  std::vector<std::string> order_;
-  std::map<std::string, Option> options_;
+  std::vector<Option> options_;  // in declaration order
   bool help_ = false;
 };
 
-// Parses "123", "64K", "64M", "1G" (powers of 1024); throws UsageError naming `what`.
+// Parses "123", "64K", "64M", "1G" (powers of 1024); throws UsageError naming `what`, also when
+// the value does not fit in 64 bits.
 std::int64_t parse_size(const std::string& text, const std::string& what);
 
 }  // namespace usp

@@ -1,36 +1,14 @@
 #include "common/json.hpp"
 
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/io/output_file.hpp"
 
 namespace usp {
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
+using Json = nlohmann::ordered_json;
 
 void make_dirs(const std::string& dir) {
   if (dir.empty()) return;
@@ -39,101 +17,110 @@ void make_dirs(const std::string& dir) {
   if (ec) throw Error("cannot create directory " + dir + ": " + ec.message());
 }
 
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
+JsonWriter::JsonWriter() = default;
+JsonWriter::JsonWriter(JsonWriter&&) noexcept = default;
+JsonWriter& JsonWriter::operator=(JsonWriter&&) noexcept = default;
+JsonWriter::~JsonWriter() = default;
+
+// Places v where the writer stands: the document itself, the next element of the open array, or
+// the member named by the pending key. Pointers in open_ stay valid: only the innermost open
+// container grows, and it is never an element of a container that grows while it is open.
+Json* JsonWriter::put(Json v) {
+  if (open_.empty()) {
+    if (root_) throw Error("JsonWriter: a second value after the document is complete");
+    root_ = std::make_unique<Json>(std::move(v));
+    return root_.get();
   }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
+  Json& parent = *open_.back();
+  if (parent.is_array()) {
+    parent.push_back(std::move(v));
+    return &parent.back();
   }
+  if (!key_) throw Error("JsonWriter: a value inside an object needs a key first");
+  const std::string k = std::move(*key_);
+  key_.reset();
+  if (parent.contains(k)) throw Error("JsonWriter: duplicate key '" + k + "'");
+  Json& slot = parent[k];
+  slot = std::move(v);
+  return &slot;
 }
 
 JsonWriter& JsonWriter::begin_object() {
-  before_value();
-  out_ += '{';
-  first_.push_back(true);
+  open_.push_back(put(Json::object()));
   return *this;
 }
 
 JsonWriter& JsonWriter::end_object() {
-  if (first_.empty()) throw Error("JsonWriter: end_object without begin_object");
-  first_.pop_back();
-  out_ += '}';
+  if (open_.empty() || !open_.back()->is_object()) throw Error("JsonWriter: end_object without begin_object");
+  if (key_) throw Error("JsonWriter: key '" + *key_ + "' has no value");
+  open_.pop_back();
   return *this;
 }
 
 JsonWriter& JsonWriter::begin_array() {
-  before_value();
-  out_ += '[';
-  first_.push_back(true);
+  open_.push_back(put(Json::array()));
   return *this;
 }
 
 JsonWriter& JsonWriter::end_array() {
-  if (first_.empty()) throw Error("JsonWriter: end_array without begin_array");
-  first_.pop_back();
-  out_ += ']';
+  if (open_.empty() || !open_.back()->is_array()) throw Error("JsonWriter: end_array without begin_array");
+  open_.pop_back();
   return *this;
 }
 
 JsonWriter& JsonWriter::key(const std::string& k) {
-  before_value();
-  out_ += '"' + json_escape(k) + "\":";
-  after_key_ = true;
+  if (open_.empty() || !open_.back()->is_object()) throw Error("JsonWriter: key '" + k + "' outside an object");
+  if (key_) throw Error("JsonWriter: key '" + k + "' follows key '" + *key_ + "', which has no value");
+  key_ = k;
   return *this;
 }
 
 JsonWriter& JsonWriter::value(double v) {
-  before_value();
-  if (!std::isfinite(v)) {
-    out_ += "null";
-  } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    out_ += buf;
-  }
+  put(v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(std::int64_t v) {
-  before_value();
-  out_ += std::to_string(v);
+  put(v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(std::uint64_t v) {
-  before_value();
-  out_ += std::to_string(v);
+  put(v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(bool v) {
-  before_value();
-  out_ += v ? "true" : "false";
+  put(v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(const std::string& v) {
-  before_value();
-  out_ += '"' + json_escape(v) + '"';
+  put(v);
   return *this;
 }
 
 JsonWriter& JsonWriter::raw(const std::string& json) {
-  before_value();
-  out_ += json;
+  Json parsed;
+  try {
+    parsed = Json::parse(json);
+  } catch (const Json::parse_error& e) {
+    throw Error(std::string("JsonWriter::raw: the text is not JSON: ") + e.what());
+  }
+  put(std::move(parsed));
   return *this;
 }
 
+std::string JsonWriter::str() const {
+  if (!root_) return "";
+  // Bytes that are not UTF-8 (a path given on the command line, say) become U+FFFD instead of
+  // failing the whole file.
+  return root_->dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 void JsonWriter::write_file(const std::string& path) const {
-  if (!first_.empty()) throw Error("JsonWriter: " + path + " written with unclosed containers");
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) make_dirs(parent.string());
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write " + path);
-  out << out_ << '\n';
+  if (!open_.empty()) throw Error("JsonWriter: " + path + " written with unclosed containers");
+  write_file_atomic(path, str() + '\n');
 }
 
 }  // namespace usp

@@ -1,7 +1,6 @@
 #include "common/io/checkpoint.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -50,21 +49,9 @@ void write_text_file(const std::string& path, const std::string& text) {
 }
 
 // The shortest decimal that reads back as the same double ("1e-05", "0.02"; integral values
-// as "10000.0"), always with a '.' or an exponent so Python reads a float.
-std::string shortest_double(double v) {
-  char buf[40];
-  if (v == std::trunc(v) && std::abs(v) < 1e15) {  // integral: "10000.0", not "1e+04"
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    return buf;
-  }
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // 'n': inf/nan stay as they are
-  return s;
-}
+// as "10000.0"), always with a '.' or an exponent so Python reads a float: nlohmann's number
+// format, the one config.json is written in.
+std::string shortest_double(double v) { return JsonValue(v).dump(); }
 
 const char* torch_dtype_name(DType t) {
   switch (t) {
@@ -86,8 +73,8 @@ class ConfigReader {
     throw UsageError(who(dir_) + ": " + problem);
   }
   const JsonValue* find(const char* key) const {
-    const JsonValue* v = root_.find(key);
-    return v && !v->is_null() ? v : nullptr;
+    const auto it = root_.find(key);
+    return it != root_.end() && !it->is_null() ? &*it : nullptr;
   }
   std::int64_t integer(const char* key, std::int64_t def, bool required = false) const {
     const JsonValue* v = find(key);
@@ -95,27 +82,30 @@ class ConfigReader {
       if (required) fail(std::string("config.json has no ") + key);
       return def;
     }
-    if (!v->is_number() || v->number_text().find_first_of(".eE") != std::string::npos)
-      fail(std::string("config.json: ") + key + " must be an integer");
-    return v->as_int64();
+    if (!v->is_number_integer()) fail(std::string("config.json: ") + key + " must be an integer");
+    try {
+      return json_int64(*v);
+    } catch (const UsageError& e) {
+      fail(std::string("config.json: ") + key + ": " + e.what());
+    }
   }
   double real(const char* key, double def) const {
     const JsonValue* v = find(key);
     if (!v) return def;
     if (!v->is_number()) fail(std::string("config.json: ") + key + " must be a number");
-    return v->as_double();
+    return v->get<double>();
   }
   bool boolean(const char* key, bool def) const {
     const JsonValue* v = find(key);
     if (!v) return def;
-    if (!v->is_bool()) fail(std::string("config.json: ") + key + " must be true or false");
-    return v->as_bool();
+    if (!v->is_boolean()) fail(std::string("config.json: ") + key + " must be true or false");
+    return v->get<bool>();
   }
   std::string text(const char* key, const std::string& def) const {
     const JsonValue* v = find(key);
     if (!v) return def;
     if (!v->is_string()) fail(std::string("config.json: ") + key + " must be a string");
-    return v->as_string();
+    return v->get<std::string>();
   }
   bool present(const char* key) const { return find(key) != nullptr; }
 
@@ -153,44 +143,34 @@ double meta_double(const SafetensorsFile& f, const std::string& dir, const char*
 // ---- saving --------------------------------------------------------------------------------
 
 std::string hf_config_json(const ModelConfig& c, DType dtype) {
-  struct Line {
-    const char* key;
-    std::string value;  // serialised
-  };
-  auto str = [](const std::string& s) { return '"' + json_escape(s) + '"'; };
-  auto num = [](std::int64_t v) { return std::to_string(v); };
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  const std::vector<Line> lines = {
-      {"architectures", "[\"LlamaForCausalLM\"]"},
-      {"model_type", str("llama")},
-      {"attention_bias", flag(false)},
-      {"attention_dropout", "0.0"},
-      {"bos_token_id", "null"},  // byte-level vocabulary: no special tokens
-      {"eos_token_id", "null"},
-      {"head_dim", num(c.head_dim())},
-      {"hidden_act", str("silu")},
-      {"hidden_size", num(c.hidden)},
-      {"initializer_range", shortest_double(c.init_std)},
-      {"intermediate_size", num(c.ffn)},
-      {"max_position_embeddings", num(c.max_seq)},
-      {"mlp_bias", flag(false)},
-      {"num_attention_heads", num(c.heads)},
-      {"num_hidden_layers", num(c.layers)},
-      {"num_key_value_heads", num(c.kv_heads)},
-      {"pretraining_tp", "1"},
-      {"rms_norm_eps", shortest_double(c.norm_eps)},
-      {"rope_scaling", "null"},
-      {"rope_theta", shortest_double(c.rope_theta)},
-      {"tie_word_embeddings", flag(c.tied_embeddings)},
-      {"torch_dtype", str(torch_dtype_name(dtype))},
-      {"use_cache", flag(true)},
-      {"vocab_size", num(c.vocab)},
-      {"usp_model", str(c.name)},
-  };
-  std::string out = "{\n";
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    out += std::string("  \"") + lines[i].key + "\": " + lines[i].value + (i + 1 < lines.size() ? ",\n" : "\n");
-  return out + "}\n";
+  // transformers' LlamaConfig keys, in this order; doubles as floats ("10000.0") for Python.
+  JsonValue j;
+  j["architectures"] = JsonValue::array({"LlamaForCausalLM"});
+  j["model_type"] = "llama";
+  j["attention_bias"] = false;
+  j["attention_dropout"] = 0.0;
+  j["bos_token_id"] = nullptr;  // byte-level vocabulary: no special tokens
+  j["eos_token_id"] = nullptr;
+  j["head_dim"] = c.head_dim();
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.hidden;
+  j["initializer_range"] = c.init_std;
+  j["intermediate_size"] = c.ffn;
+  j["max_position_embeddings"] = c.max_seq;
+  j["mlp_bias"] = false;
+  j["num_attention_heads"] = c.heads;
+  j["num_hidden_layers"] = c.layers;
+  j["num_key_value_heads"] = c.kv_heads;
+  j["pretraining_tp"] = 1;
+  j["rms_norm_eps"] = c.norm_eps;
+  j["rope_scaling"] = nullptr;
+  j["rope_theta"] = c.rope_theta;
+  j["tie_word_embeddings"] = c.tied_embeddings;
+  j["torch_dtype"] = torch_dtype_name(dtype);
+  j["use_cache"] = true;
+  j["vocab_size"] = c.vocab;
+  j["usp_model"] = c.name;
+  return j.dump(2) + "\n";
 }
 
 void save_checkpoint(const std::string& dir, const ParamStore& params, const AdamW* opt, const TrainerState* state) {
@@ -230,7 +210,7 @@ void save_checkpoint(const std::string& dir, const ParamStore& params, const Ada
     w.field("data", state->data);
     w.field("seq", state->seq);
     w.field("global_batch", state->global_batch);
-    w.key("losses").array(state->losses);  // %.17g: every double reads back exactly
+    w.key("losses").array(state->losses);  // shortest round-trip text: every double reads back exactly
     w.end_object();
     write_text_file(in_dir(dir, kTrainerFile), w.str() + "\n");
   } else {
@@ -364,18 +344,20 @@ void load_optimizer(const std::string& dir, AdamW& opt) {
 TrainerState load_trainer_state(const std::string& dir) {
   const JsonValue root = read_json_file(need_file(dir, kTrainerFile, " (it was saved without a trainer state)"));
   auto field = [&](const char* key) -> const JsonValue& {
-    const JsonValue* v = root.find(key);
-    if (!v) throw UsageError(who(dir) + ": trainer_state.json has no '" + key + "'");
-    return *v;
+    const auto it = root.find(key);
+    if (it == root.end()) throw UsageError(who(dir) + ": trainer_state.json has no '" + key + "'");
+    return *it;
   };
   TrainerState s;
   try {
-    s.step = field("step").as_int64();
-    s.seed = field("seed").as_uint64();
-    s.data = field("data").as_string();
-    s.seq = field("seq").as_int64();
-    s.global_batch = field("global_batch").as_int64();
-    for (const JsonValue& l : field("losses").items()) s.losses.push_back(l.is_null() ? NAN : l.as_double());
+    s.step = json_int64(field("step"));
+    s.seed = json_uint64(field("seed"));
+    s.data = json_string(field("data"));
+    s.seq = json_int64(field("seq"));
+    s.global_batch = json_int64(field("global_batch"));
+    const JsonValue& losses = field("losses");
+    if (!losses.is_array()) throw UsageError(std::string("losses must be an array, got ") + losses.type_name());
+    for (const JsonValue& l : losses) s.losses.push_back(l.is_null() ? NAN : json_double(l));
   } catch (const UsageError& e) {
     const std::string msg = e.what();
     if (msg.rfind(who(dir), 0) == 0) throw;

@@ -150,39 +150,40 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   if (text.empty() || text[0] != '{') throw UsageError(me + " is corrupt: the header does not start with '{'");
   const JsonValue root = parse_json(text, me + " header");
 
-  for (const auto& [name, info] : root.members()) {
+  for (const auto& [name, info] : root.items()) {
     if (name == "__metadata__") {
       if (!info.is_object()) throw UsageError(me + ": __metadata__ must be an object of strings");
-      for (const auto& [k, v] : info.members()) {
+      for (const auto& [k, v] : info.items()) {
         if (!v.is_string()) throw UsageError(me + ": __metadata__ value of '" + k + "' must be a string");
-        metadata_[k] = v.as_string();
+        metadata_[k] = v.get<std::string>();
       }
       continue;
     }
     const std::string where = me + ": tensor '" + name + "'";
     if (!info.is_object()) throw UsageError(where + ": entry must be an object");
-    for (const auto& [k, v] : info.members())
+    for (const auto& [k, v] : info.items())
       if (k != "dtype" && k != "shape" && k != "data_offsets")
         throw UsageError(where + ": unexpected key '" + k + "'");
-    const JsonValue* dt = info.find("dtype");
-    const JsonValue* sh = info.find("shape");
-    const JsonValue* off = info.find("data_offsets");
-    if (!dt || !sh || !off) throw UsageError(where + ": entry needs dtype, shape and data_offsets");
+    if (!info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
+      throw UsageError(where + ": entry needs dtype, shape and data_offsets");
+    const JsonValue& dt = info.at("dtype");
+    const JsonValue& sh = info.at("shape");
+    const JsonValue& off = info.at("data_offsets");
 
     SafetensorsEntry e;
     e.name = name;
-    if (!dt->is_string()) throw UsageError(where + ": dtype must be a string");
-    if (!parse_safetensors_dtype(dt->as_string(), e.dtype))
-      throw UsageError(where + ": dtype " + dt->as_string() +
-                       " is not supported (F32, BF16, F16, I32, F8_E4M3, F8_E5M2)");
+    if (!dt.is_string()) throw UsageError(where + ": dtype must be a string");
+    const std::string dtype_text = dt.get<std::string>();
+    if (!parse_safetensors_dtype(dtype_text, e.dtype))
+      throw UsageError(where + ": dtype " + dtype_text + " is not supported (F32, BF16, F16, I32, F8_E4M3, F8_E5M2)");
 
-    if (!sh->is_array()) throw UsageError(where + ": shape must be an array");
+    if (!sh.is_array()) throw UsageError(where + ": shape must be an array");
     std::uint64_t numel = 1;
     bool overflow = false;
-    for (const auto& d : sh->items()) {
-      if (!d.is_number() || d.number_text().find_first_of(".eE-") != std::string::npos)
-        throw UsageError(where + ": shape entries must be non-negative integers");
-      const std::uint64_t dim = d.as_uint64();
+    for (const JsonValue& d : sh) {
+      // nlohmann holds a non-negative integer literal as unsigned; "-1", "2.0", "1e3" are not.
+      if (!d.is_number_unsigned()) throw UsageError(where + ": shape entries must be non-negative integers");
+      const std::uint64_t dim = d.get<std::uint64_t>();
       if (dim > static_cast<std::uint64_t>(INT64_MAX)) overflow = true;
       if (dim != 0 && numel > UINT64_MAX / dim) overflow = true;
       numel *= dim;
@@ -191,15 +192,15 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     const std::uint64_t esize = dtype_size(e.dtype);
     if (overflow || numel > UINT64_MAX / esize) throw UsageError(where + ": shape is too large");
 
-    if (!off->is_array() || off->size() != 2 || !off->items()[0].is_number() || !off->items()[1].is_number())
-      throw UsageError(where + ": data_offsets must be [begin, end]");
-    e.begin = off->items()[0].as_uint64();
-    e.end = off->items()[1].as_uint64();
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      throw UsageError(where + ": data_offsets must be [begin, end], two non-negative integers");
+    e.begin = off[0].get<std::uint64_t>();
+    e.end = off[1].get<std::uint64_t>();
     if (e.end < e.begin) throw UsageError(where + ": data_offsets end < begin");
     if (e.end - e.begin != numel * esize)
       throw UsageError(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                        ") hold " + std::to_string(e.end - e.begin) + " bytes, but shape " + shape_str(e.shape) +
-                       " of " + dt->as_string() + " needs " + std::to_string(numel * esize));
+                       " of " + dtype_text + " needs " + std::to_string(numel * esize));
     if (e.end > data_size)
       throw UsageError(me + " is truncated: tensor '" + name + "' needs data bytes [" + std::to_string(e.begin) +
                        ", " + std::to_string(e.end) + ") but the file holds " + std::to_string(data_size));

@@ -55,6 +55,14 @@ TEST_CASE("--help is recognised and lists every flag", "[core][cli]") {
   for (const char* name : {"--steps", "--seed", "--device", "--backend", "--out", "--bytes", "--lr", "--mode", "--verbose"})
     CHECK(h.find(name) != std::string::npos);
   CHECK(h.find("naive|overlap|bucket") != std::string::npos);
+  CHECK(h.find("[default: 1024]") != std::string::npos);
+  CHECK(h.find("[default: 0.0003]") != std::string::npos);
+  CHECK(h.find("[default: out/x]") != std::string::npos);
+  CHECK(h.find("what prog does") != std::string::npos);
+  Cli short_form = make();
+  parse(short_form, {"-h", "--steps", "0"});  // nothing after --help is checked
+  CHECK(short_form.help_requested());
+  CHECK(error_of({"--steps", "0", "--help"}) == "--steps must be >= 1, got 0");  // what precedes it is
 }
 
 TEST_CASE("each mistake gets one message naming the flag", "[core][cli]") {
@@ -68,6 +76,52 @@ TEST_CASE("each mistake gets one message naming the flag", "[core][cli]") {
   CHECK(error_of({"--steps"}) == "--steps needs a value (see --help)");
   CHECK(error_of({"steps"}) == "unexpected argument 'steps' (flags look like --name value; see --help)");
   CHECK(error_of({"--verbose=maybe"}) == "--verbose is a switch: give it alone or as --verbose=true|false");
+  // The same messages in the --name=value form, and for a mistake after good flags.
+  CHECK(error_of({"--stpes=3"}) == "unknown flag --stpes (see --help)");
+  CHECK(error_of({"--steps=0"}) == "--steps must be >= 1, got 0");
+  CHECK(error_of({"--steps="}) == "--steps needs a value (see --help)");
+  CHECK(error_of({"--steps=", "--seed", "3"}) == "--steps expects an integer, got '--seed'");
+  CHECK(error_of({"--steps", "4", "--mode=magic"}) == "--mode must be one of naive, overlap, bucket, got 'magic'");
+  CHECK(error_of({"--steps", "4", "-x"}) == "unexpected argument '-x' (flags look like --name value; see --help)");
+  CHECK(error_of({"--"}) == "unexpected argument '--' (flags look like --name value; see --help)");
+  // The first mistake on the line is the one reported.
+  CHECK(error_of({"--steps", "0", "--lr", "2"}) == "--steps must be >= 1, got 0");
+  CHECK(error_of({"--lr", "nan"}) == "--lr expects a number, got 'nan'");
+  CHECK(error_of({"--lr", "0.5x"}) == "--lr expects a number, got '0.5x'");
+}
+
+TEST_CASE("integers never wrap: beyond 64 bits, with or without a suffix, is out of range", "[core][cli]") {
+  // 18014398509481985K = (2^54 + 1) * 2^10 > 2^63: would wrap to a small value if multiplied blindly.
+  CHECK(error_of({"--bytes", "18014398509481985K"}) == "--bytes must be <= 9223372036854775807, got 18014398509481985K");
+  CHECK(error_of({"--bytes", "8589934592G"}) == "--bytes must be <= 9223372036854775807, got 8589934592G");  // 2^33 G = 2^63
+  CHECK(error_of({"--bytes", "9223372036854775808"}) == "--bytes must be <= 9223372036854775807, got 9223372036854775808");
+  CHECK(error_of({"--bytes", "99999999999999999999999"}) == "--bytes must be <= 9223372036854775807, got 99999999999999999999999");
+  CHECK(error_of({"--seed", "-9223372036854775809"}) == "--seed must be >= 0, got -9223372036854775809");
+  CHECK(error_of({"--seed", "-1"}) == "--seed must be >= 0, got -1");
+  Cli cli = make();
+  parse(cli, {"--bytes", "8589934591G", "--seed=9223372036854775807"});  // the largest that fit
+  CHECK(cli.get_int("bytes") == (std::int64_t{8589934591} << 30));
+  CHECK(cli.get_int("seed") == INT64_MAX);
+  parse(cli, {"--bytes", "3k", "--steps", "+7"});
+  CHECK(cli.get_int("bytes") == 3072);
+  CHECK(cli.get_int("steps") == 7);
+  CHECK_THROWS_WITH(parse_size("9007199254740992G", "--x"), "--x does not fit in a 64-bit integer, got '9007199254740992G'");
+  CHECK(parse_size("-2M", "--x") == -(std::int64_t{2} << 20));
+}
+
+TEST_CASE("values_json keeps declaration order and each flag's JSON type", "[core][cli]") {
+  Cli cli = make();
+  parse(cli, {"--lr=0.125", "--verbose=false", "--out", "dir \"q\"", "--steps", "2", "--steps", "3"});
+  CHECK(cli.get_flag("verbose") == false);
+  CHECK(cli.given("verbose"));
+  CHECK(cli.get_int("steps") == 3);  // the last of a repeated flag wins
+  CHECK(cli.values_json() ==
+        "{\"seed\":1234,\"device\":\"auto\",\"backend\":\"auto\",\"out\":\"dir \\\"q\\\"\",\"steps\":3,"
+        "\"bytes\":1024,\"lr\":0.125,\"mode\":\"naive\",\"verbose\":false}");
+  Cli defaults = make();
+  parse(defaults, {});
+  CHECK(defaults.values_json().find("\"lr\":0.0003,") != std::string::npos);  // the default, exactly 3e-4
+  CHECK(defaults.get_float("lr") == 3e-4);
 }
 
 TEST_CASE("reading an undeclared flag or with the wrong type is a program error", "[core][cli]") {
@@ -75,4 +129,5 @@ TEST_CASE("reading an undeclared flag or with the wrong type is a program error"
   parse(cli, {});
   CHECK_THROWS_AS(cli.get_int("nope"), Error);
   CHECK_THROWS_AS(cli.get_int("mode"), Error);
+  CHECK_THROWS_AS(cli.add_int("steps", 1, "again"), Error);  // declared twice
 }

@@ -168,7 +168,7 @@ TEST_CASE("damaged safetensors files are refused, naming the file and the proble
   expect(u64_le(64) + "{}", "is truncated: the header needs 64 bytes but only 2 follow");
   expect(u64_le(std::uint64_t{1} << 40) + "{}", "header length 1099511627776 exceeds the format's 100 MB limit");
   expect(file_bytes(padded("[1, 2]"), ""), "the header does not start with '{'");
-  expect(file_bytes(padded("{\"x\": }"), ""), "header: JSON error at byte 6");
+  expect(file_bytes(padded("{\"x\": }"), ""), "header: JSON error at line 1, column 7: syntax error while parsing value - unexpected '}'");
 
   // A complete one-tensor file, then damaged in turn.
   const std::string good = file_bytes(padded(one_tensor("F32", "[2]", 0, 8)), eight);
@@ -187,6 +187,12 @@ TEST_CASE("damaged safetensors files are refused, naming the file and the proble
   expect(file_bytes(padded("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"extra\":1}}"), eight),
          "unexpected key 'extra'");
   expect(file_bytes(padded("{\"__metadata__\":{\"k\":1}}"), ""), "__metadata__ value of 'k' must be a string");
+  expect(file_bytes(padded("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-8,0]}}"), eight),
+         "tensor 'x': data_offsets must be [begin, end], two non-negative integers");
+  expect(file_bytes(padded("{\"x\":{\"dtype\":\"F32\",\"shape\":[2.0],\"data_offsets\":[0,8]}}"), eight),
+         "shape entries must be non-negative integers");
+  expect(file_bytes(padded("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"x\":{}}"), eight),
+         "header: JSON error: duplicate key 'x'");
   // A hole (bytes [0, 4) belong to no tensor) and an overlap.
   expect(file_bytes(padded(one_tensor("F32", "[1]", 4, 8)), eight), "tensor 'x' starts at data byte 4, leaving a hole");
   expect(file_bytes(padded("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"

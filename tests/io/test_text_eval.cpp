@@ -122,17 +122,17 @@ TEST_CASE("usp_eval check: the printed losses", "[.usp_eval_check]") {
   auto output = [&](const std::string& name) { return parse_json(read_file(d + "/" + name + ".json"), name + ".json"); };
 
   const JsonValue zero = output("zero");
-  CHECK(zero.at("windows").as_int64() == windows);
-  CHECK(zero.at("tokens").as_int64() == windows * 16);
-  CHECK(zero.at("seq").as_int64() == 16);
-  CHECK(zero.at("model").as_string() == "usp-tiny");
-  CHECK(zero.at("dtype").as_string() == "float32");
-  CHECK(zero.at("loss").as_double() == Approx(kLn256).epsilon(1e-6));  // the uniform oracle, as above
-  CHECK(zero.at("bits_per_byte").as_double() == Approx(8.0).epsilon(1e-6));
-  CHECK(zero.at("perplexity").as_double() == Approx(256.0).epsilon(1e-5));
+  CHECK(json_int64(zero.at("windows")) == windows);
+  CHECK(json_int64(zero.at("tokens")) == windows * 16);
+  CHECK(json_int64(zero.at("seq")) == 16);
+  CHECK(json_string(zero.at("model")) == "usp-tiny");
+  CHECK(json_string(zero.at("dtype")) == "float32");
+  CHECK(json_double(zero.at("loss")) == Approx(kLn256).epsilon(1e-6));  // the uniform oracle, as above
+  CHECK(json_double(zero.at("bits_per_byte")) == Approx(8.0).epsilon(1e-6));
+  CHECK(json_double(zero.at("perplexity")) == Approx(256.0).epsilon(1e-5));
 
   // Random checkpoints: the same numbers as evaluating the saved parameters in this process
-  // (same batches, same code: equal to the last bit; %.17g round-trips a double).
+  // (same batches, same code: equal to the last bit; the JSON text round-trips a double).
   for (DType dtype : {DType::f32, DType::bf16}) {
     INFO(dtype_name(dtype));
     const ModelConfig c = ModelConfig::builtin("usp-tiny");
@@ -143,8 +143,8 @@ TEST_CASE("usp_eval check: the printed losses", "[.usp_eval_check]") {
     Model model(wide);
     const TextLoss expected = evaluate_text(model, text, 16, 3);
     const JsonValue got = output(dtype_name(dtype));
-    CHECK(got.at("dtype").as_string() == (dtype == DType::f32 ? "float32" : "bfloat16"));
-    CHECK(got.at("loss").as_double() == expected.mean_loss);
-    CHECK(got.at("windows").as_int64() == windows);
+    CHECK(json_string(got.at("dtype")) == (dtype == DType::f32 ? "float32" : "bfloat16"));
+    CHECK(json_double(got.at("loss")) == expected.mean_loss);
+    CHECK(json_int64(got.at("windows")) == windows);
   }
 }
