@@ -26,11 +26,12 @@ struct Tolerance {
   static Tolerance relative(double r) { return {0, r}; }
 };
 
-// "" when got matches expected element by element (and in length); otherwise the first
-// `listed` mismatches as "rank r, index i: got x, expected y" (the rank left out when rank < 0)
-// and how many elements differ in all.
-inline std::string elementwise_mismatch(const std::vector<float>& got, const std::vector<float>& expected,
-                                        Tolerance tol = Tolerance::exact(), int rank = -1, std::size_t listed = 4) {
+namespace detail {
+
+// The report for elements failing within(i, got, expected); tol_text describes the bound.
+template <class Within>
+std::string mismatch_report(const std::vector<float>& got, const std::vector<float>& expected, Within within,
+                            const std::string& tol_text, int rank, std::size_t listed) {
   std::ostringstream out;
   out.precision(9);
   if (rank >= 0) out << "rank " << rank << ", ";
@@ -40,16 +41,40 @@ inline std::string elementwise_mismatch(const std::vector<float>& got, const std
   }
   std::size_t differ = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = got[i], e = expected[i];
-    const bool ok = tol.abs == 0 && tol.rel == 0 ? g == e : std::fabs(g - e) <= tol.abs + tol.rel * std::fabs(e);
-    if (ok) continue;
-    if (differ < listed) out << (differ ? "; " : "") << "index " << i << ": got " << g << ", expected " << e;
+    if (within(i, static_cast<double>(got[i]), static_cast<double>(expected[i]))) continue;
+    if (differ < listed) out << (differ ? "; " : "") << "index " << i << ": got " << got[i] << ", expected " << expected[i];
     ++differ;
   }
   if (differ == 0) return "";
-  out << "; " << differ << " of " << got.size() << " elements differ";
-  if (tol.abs != 0 || tol.rel != 0) out << " by more than " << tol.abs << " + " << tol.rel << "·|expected|";
+  out << "; " << differ << " of " << got.size() << " elements differ" << tol_text;
   return out.str();
+}
+
+}  // namespace detail
+
+// "" when got matches expected element by element (and in length); otherwise the first
+// `listed` mismatches as "rank r, index i: got x, expected y" (the rank left out when rank < 0)
+// and how many elements differ in all.
+inline std::string elementwise_mismatch(const std::vector<float>& got, const std::vector<float>& expected,
+                                        Tolerance tol = Tolerance::exact(), int rank = -1, std::size_t listed = 4) {
+  if (tol.abs == 0 && tol.rel == 0)
+    return detail::mismatch_report(got, expected, [](std::size_t, double g, double e) { return g == e; }, "", rank,
+                                   listed);
+  std::ostringstream bound;
+  bound << " by more than " << tol.abs << " + " << tol.rel << "·|expected|";
+  return detail::mismatch_report(
+      got, expected, [&](std::size_t, double g, double e) { return std::fabs(g - e) <= tol.abs + tol.rel * std::fabs(e); },
+      bound.str(), rank, listed);
+}
+
+// The same with a bound of its own for each element: |got[i] - expected[i]| <= bound[i].
+inline std::string elementwise_mismatch(const std::vector<float>& got, const std::vector<float>& expected,
+                                        const std::vector<double>& bound, int rank = -1, std::size_t listed = 4) {
+  if (bound.size() != expected.size()) return "test error: " + std::to_string(bound.size()) + " bounds for " +
+                                              std::to_string(expected.size()) + " elements";
+  return detail::mismatch_report(
+      got, expected, [&](std::size_t i, double g, double e) { return std::fabs(g - e) <= bound[i]; },
+      " by more than their bounds", rank, listed);
 }
 
 }  // namespace usp::testing
