@@ -16,6 +16,7 @@
 #include "chapters/05_zero/stage_run.hpp"
 #include "chapters/05_zero/zero1_step.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/small_model.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
@@ -41,14 +42,8 @@ TrainingConfig tiny() {
 // the embedding's unit.
 TrainingConfig odd_tied() {
   TrainingConfig cfg = tiny();
-  cfg.model.name = "odd-tied";
-  cfg.model.hidden = 6;
-  cfg.model.heads = 1;
-  cfg.model.kv_heads = 1;
-  cfg.model.ffn = 4;
-  cfg.model.layers = 2;
-  cfg.model.tied_embeddings = true;
-  cfg.model.validate();
+  cfg.model = testing::small_model(
+      {.name = "odd-tied", .hidden = 6, .layers = 2, .heads = 1, .kv_heads = 1, .ffn = 4, .tied = true});
   return cfg;
 }
 
