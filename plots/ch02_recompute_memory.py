@@ -8,9 +8,9 @@ ch02_recomputation into its out folder, or by `usp_calc --sweep recompute --csv 
 writes <out>/ch02_recompute_memory.png. For each sequence length three bars stand side by side,
 none, selective and full (hatched lighter to darker), each a stack of parameters, gradients,
 optimizer states and activations. Rows drawn: mixed precision, one rank (dp = tp = cp = pp = 1),
-b = 1. Values are analytic, bytes divided by 2^30: GiB (the playbook labels
-the same numbers "GB"). Per layer the activations are s·b·h·(34 + 5·a·s/h) (none), 34·s·b·h (selective:
-the attention scores are dropped and recomputed) and 2·s·b·h (full: only the layer input).
+b = 1. Values are analytic, bytes divided by 2^30: GiB (the playbook labels the same numbers
+"GB"). Per layer the activations are s·b·h·(34 + 5·a·s/h) (none), 34·s·b·h (selective: the
+attention scores are dropped and recomputed) and 2·s·b·h (full: only the layer input).
 
     python3 plots/ch02_recompute_memory.py --in out/02_recomputation --out plots/out
     python3 plots/ch02_recompute_memory.py --in recompute_memory.csv
