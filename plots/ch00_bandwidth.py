@@ -9,16 +9,12 @@ to the right once the per-message cost is paid off.
 
     python3 plots/ch00_bandwidth.py --in out/00_collectives --out plots/out
 """
-import argparse
 import csv
 import json
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 # Drawing order and colours; the ring shares the library all-reduce's colour.
@@ -64,12 +60,9 @@ def world_size(in_dir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="in_dir", default="out/00_collectives", help="folder with bandwidth.csv")
-    ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch00_bandwidth.png")
-    args = ap.parse_args()
+    args = parse_args(__doc__, "out/00_collectives", "folder with bandwidth.csv")
 
-    rows = read_rows(os.path.join(args.in_dir, "bandwidth.csv"))
+    rows = read_rows(os.path.join(args.inp, "bandwidth.csv"))
     fig, ax = plt.subplots(figsize=(8, 5))
     for collective in COLLECTIVES:
         x, y = series(rows, collective, "library")
@@ -84,17 +77,12 @@ def main():
     ax.xaxis.set_major_formatter(FuncFormatter(size_label))
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
-    n = world_size(args.in_dir)
+    n = world_size(args.inp)
     ranks = f" — {n} ranks" if n else ""
     ax.set_title(f"Collective bus bandwidth vs message size{ranks}")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-
-    os.makedirs(args.out_dir, exist_ok=True)
-    path = os.path.join(args.out_dir, "ch00_bandwidth.png")
-    fig.savefig(path, dpi=120)
-    print(f"wrote {path}")
+    save(fig, args.out, "ch00_bandwidth.png")
 
 
 if __name__ == "__main__":

@@ -10,15 +10,11 @@ the optimizer states appear at the first optimizer step and stay.
 
     python3 plots/ch01_memory_timeline.py --in out/01_memory --out plots/out
 """
-import argparse
 import csv
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 
 CATEGORIES = ["parameter", "gradient", "optimizer_state", "activation", "temporary", "comm_buffer"]
 COLOURS = {
@@ -42,10 +38,7 @@ def read_timeline(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="inp", default="out/01_memory", help="folder with memory_timeline.csv")
-    ap.add_argument("--out", default="plots/out", help="folder for the PNG")
-    args = ap.parse_args()
+    args = parse_args(__doc__, "out/01_memory", "folder with memory_timeline.csv")
     rows = read_timeline(os.path.join(args.inp, "memory_timeline.csv"))
 
     t = [float(r["time_s"]) for r in rows]
@@ -68,11 +61,7 @@ def main():
     handles += [Patch(color=c, label=n) for n, c in PHASE_COLOURS.items()]
     ax.legend(handles=handles, loc="upper left", fontsize=8, ncol=2)
     ax.set_xlim(t[0], t[-1])
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "ch01_memory_timeline.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print(f"wrote {path}")
+    save(fig, args.out, "ch01_memory_timeline.png")
 
 
 if __name__ == "__main__":

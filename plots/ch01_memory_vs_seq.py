@@ -6,22 +6,17 @@ states and activations.
 Reads memory_vs_seq.csv, the calculator's sweep (common/calc/memory_sweep.hpp; written by
 ch01_memory into its out folder, or by `usp_calc --sweep memory_vs_seq --csv FILE`), and writes
 <out>/ch01_memory_vs_seq.png. Rows drawn: mixed precision, no recomputation, one rank (dp = tp =
-cp = pp = 1), b = 1. Values are analytic, bytes per rank divided by 2^30: GiB, labelled "GB" on
-the axis as the playbook does. Activations follow the playbook's per-layer formula
+cp = pp = 1), b = 1. Values are analytic, bytes per rank divided by 2^30: GiB (the playbook labels
+the same numbers "GB"). Activations follow the playbook's per-layer formula
 s·b·h·(34 + 5·a·s/h) times L, without the embedding and head; the quadratic attention term is
 what makes them overtake the model states as s grows.
 
     python3 plots/ch01_memory_vs_seq.py --in out/01_memory --out plots/out
     python3 plots/ch01_memory_vs_seq.py --in memory_vs_seq.csv
 """
-import argparse
-import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 
 from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
 
@@ -45,12 +40,9 @@ def model_title(row):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="src", default="out/01_memory", help=f"{CSV_NAME} or the folder holding it")
-    ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch01_memory_vs_seq.png")
-    args = ap.parse_args()
+    args = parse_args(__doc__, "out/01_memory", f"{CSV_NAME} or the folder holding it")
 
-    path = csv_path(args.src, CSV_NAME)
+    path = csv_path(args.inp, CSV_NAME)
     by_model = selected(read_rows(path, "memory_vs_seq"))
     if not by_model:
         sys.exit(f"{path}: no rows with mixed precision, no recomputation and a single rank")
@@ -69,18 +61,13 @@ def main():
         ax.set_xticks(list(x))
         ax.set_xticklabels([r["seq"] for r in rows])
         ax.set_xlabel("sequence length")
-        ax.set_ylabel("memory (GB)")
+        ax.set_ylabel("memory (GiB)")
         ax.set_title(model_title(rows[0]), fontsize=10)
         ax.margins(y=0.08)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].legend(fontsize=8, loc="upper left")
     fig.suptitle("Memory of a training step on one GPU vs sequence length — mixed precision, no recomputation, b = 1")
-    fig.tight_layout()
-
-    os.makedirs(args.out_dir, exist_ok=True)
-    out = os.path.join(args.out_dir, "ch01_memory_vs_seq.png")
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save(fig, args.out, "ch01_memory_vs_seq.png")
 
 
 if __name__ == "__main__":

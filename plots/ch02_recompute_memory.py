@@ -8,21 +8,16 @@ ch02_recomputation into its out folder, or by `usp_calc --sweep recompute --csv 
 writes <out>/ch02_recompute_memory.png. For each sequence length three bars stand side by side,
 none, selective and full (hatched lighter to darker), each a stack of parameters, gradients,
 optimizer states and activations. Rows drawn: mixed precision, one rank (dp = tp = cp = pp = 1),
-b = 1. Values are analytic, bytes divided by 2^30: GiB, labelled "GB" on the axis as the
-playbook does. Per layer the activations are s·b·h·(34 + 5·a·s/h) (none), 34·s·b·h (selective:
-the attention scores are dropped and recomputed) and 2·s·b·h (full: only the layer input).
+b = 1. Values are analytic, bytes divided by 2^30: GiB (the playbook labels the same numbers
+"GB"). Per layer the activations are s·b·h·(34 + 5·a·s/h) (none), 34·s·b·h (selective: the
+attention scores are dropped and recomputed) and 2·s·b·h (full: only the layer input).
 
     python3 plots/ch02_recompute_memory.py --in out/02_recomputation --out plots/out
     python3 plots/ch02_recompute_memory.py --in recompute_memory.csv
 """
-import argparse
-import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
@@ -57,19 +52,16 @@ def draw_model(ax, model, table):
     ax.set_xticks(range(len(seqs)))
     ax.set_xticklabels([str(s) for s in seqs], fontsize=8)
     ax.set_xlabel("sequence length")
-    ax.set_ylabel("memory (GB)")
+    ax.set_ylabel("memory (GiB)")
     any_row = next(iter(table.values()))
     ax.set_title(f"{model} ({int(any_row['num_parameters']) / 1e9:.1f}B)", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="src", default="out/02_recomputation", help=f"{CSV_NAME} or the folder holding it")
-    ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch02_recompute_memory.png")
-    args = ap.parse_args()
+    args = parse_args(__doc__, "out/02_recomputation", f"{CSV_NAME} or the folder holding it")
 
-    path = csv_path(args.src, CSV_NAME)
+    path = csv_path(args.inp, CSV_NAME)
     by_model = selected(read_rows(path, "recompute"))
     if not by_model:
         sys.exit(f"{path}: no rows with mixed precision and a single rank")
@@ -89,12 +81,7 @@ def main():
     flat[len(by_model)].legend(handles=handles, loc="center", fontsize=10, frameon=False,
                                title="bars left to right: none, selective, full")
     fig.suptitle("Memory of a training step on one GPU with activation recomputation (mixed precision, b = 1)")
-    fig.tight_layout()
-
-    os.makedirs(args.out_dir, exist_ok=True)
-    out = os.path.join(args.out_dir, "ch02_recompute_memory.png")
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save(fig, args.out, "ch02_recompute_memory.png")
 
 
 if __name__ == "__main__":

@@ -14,15 +14,11 @@ parameter, launched while backward runs. Bucketing: fewer, larger all-reduces, s
 
     python3 plots/ch04_dp_timelines.py --in out/04_data_parallel --out plots/out
 """
-import argparse
 import csv
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 MODES = ["naive", "overlap", "bucketing"]
@@ -69,11 +65,10 @@ def read_fractions(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="inp", default="out/04_data_parallel", help="folder with trace_<mode>.csv")
-    ap.add_argument("--out", default="plots/out", help="folder for the PNG")
-    ap.add_argument("--step", type=int, default=-1, help="which traced step to draw (default: the last)")
-    args = ap.parse_args()
+    def options(p):
+        p.add_argument("--step", type=int, default=-1, help="which traced step to draw (default: the last)")
+
+    args = parse_args(__doc__, "out/04_data_parallel", "folder with trace_<mode>.csv", options)
 
     traces = {}
     for mode in MODES:
@@ -121,11 +116,7 @@ def main():
     handles = [Patch(color=c, label=k) for k, c in COLOURS.items()]
     fig.legend(handles=handles, loc="upper right", ncol=4, fontsize=9)
     fig.suptitle("Data parallelism: compute and communication per rank, one training step", x=0.01, ha="left")
-    os.makedirs(args.out, exist_ok=True)
-    out = os.path.join(args.out, "ch04_dp_timelines.png")
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save(fig, args.out, "ch04_dp_timelines.png", rect=(0, 0, 1, 0.97))
 
 
 if __name__ == "__main__":

@@ -20,16 +20,12 @@ hardware provide, a CPU shared by everything does not.
 
     python3 plots/ch05_zero3_trace.py --in out/05_zero --out plots/out
 """
-import argparse
 import csv
 import json
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 RUNS = [("zero3_prefetch", "ZeRO-3 with prefetch", True), ("zero3_no_prefetch", "ZeRO-3 without prefetch", False)]
@@ -65,10 +61,7 @@ def trace_info(inp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="inp", default="out/05_zero", help="folder with zero3_prefetch.csv, zero3_no_prefetch.csv")
-    ap.add_argument("--out", default="plots/out", help="folder for the PNG")
-    args = ap.parse_args()
+    args = parse_args(__doc__, "out/05_zero", "folder with zero3_prefetch.csv, zero3_no_prefetch.csv")
     runs = [(label, prefetch, read_trace(os.path.join(args.inp, f"{name}.csv"))) for name, label, prefetch in RUNS
             if os.path.exists(os.path.join(args.inp, f"{name}.csv"))]
     if not runs:
@@ -108,11 +101,7 @@ def main():
     handles = [Patch(color=c, label=k.replace("_", "-")) for k, c in COLOURS.items()]
     fig.legend(handles=handles, loc="upper right", ncol=4, fontsize=9)
     fig.suptitle("ZeRO-3: parameters gathered unit by unit (one training step)", x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    os.makedirs(args.out, exist_ok=True)
-    out = os.path.join(args.out, "ch05_zero3_trace.png")
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save(fig, args.out, "ch05_zero3_trace.png", rect=(0, 0, 1, 0.97))
 
 
 if __name__ == "__main__":

@@ -9,20 +9,15 @@ ZeRO-2, ZeRO-3), each a stack of parameters, gradients, optimizer states and act
 N_d = 8 and k = 12 (fp32 master + Adam), the states per GPU are 2N+2N+12N, 2N+2N+12N/N_d,
 2N+14N/N_d and 16N/N_d; the activations are not sharded by ZeRO, so they are the same in all
 four bars. Rows drawn: the model with dp > 1 (the first found), mixed precision, no
-recomputation, tp = cp = pp = 1. Values are analytic, bytes divided by 2^30: GiB, labelled "GB"
-on the axis as the playbook does.
+recomputation, tp = cp = pp = 1. Values are analytic, bytes divided by 2^30: GiB (the playbook labels
+the same numbers "GB").
 
     python3 plots/ch05_zero_memory.py --in out/05_zero --out plots/out
     python3 plots/ch05_zero_memory.py --in zero_memory.csv
 """
-import argparse
-import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
@@ -48,12 +43,9 @@ def selected(rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="src", default="out/05_zero", help=f"{CSV_NAME} or the folder holding it")
-    ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch05_zero_memory.png")
-    args = ap.parse_args()
+    args = parse_args(__doc__, "out/05_zero", f"{CSV_NAME} or the folder holding it")
 
-    path = csv_path(args.src, CSV_NAME)
+    path = csv_path(args.inp, CSV_NAME)
     model, dp, table = selected(read_rows(path, "zero"))
     if not table:
         sys.exit(f"{path}: no rows with dp > 1, mixed precision and no recomputation")
@@ -76,7 +68,7 @@ def main():
     ax.set_xticks(range(len(seqs)))
     ax.set_xticklabels([str(s) for s in seqs])
     ax.set_xlabel("sequence length")
-    ax.set_ylabel("memory per GPU (GB)")
+    ax.set_ylabel("memory per GPU (GiB)")
     ax.margins(y=0.12)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(handles=[Patch(color=colour, label=label) for _c, label, colour in CATEGORIES], fontsize=8,
@@ -84,12 +76,7 @@ def main():
     any_row = next(iter(table.values()))
     ax.set_title(f"{model} ({int(any_row['num_parameters']) / 1e9:.1f}B) at DP = {dp}: plain DP and ZeRO-1/2/3 — "
                  "mixed precision, no recomputation, b = 1", fontsize=10)
-    fig.tight_layout()
-
-    os.makedirs(args.out_dir, exist_ok=True)
-    out = os.path.join(args.out_dir, "ch05_zero_memory.png")
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save(fig, args.out, "ch05_zero_memory.png")
 
 
 if __name__ == "__main__":

@@ -17,15 +17,11 @@ panels for rank 0:
 
     python3 plots/ch05_zero_stages.py --in out/05_zero --out plots/out
 """
-import argparse
 import csv
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 MIB = float(1 << 20)
@@ -42,11 +38,10 @@ NEEDED = ["stage", "label", "rank", "steps", "peak_activation", "peak_comm_buffe
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="inp", default="out/05_zero", help="folder with zero_stages.csv")
-    ap.add_argument("--out", default="plots/out", help="folder for the PNG")
-    ap.add_argument("--rank", type=int, default=0, help="which rank to draw")
-    args = ap.parse_args()
+    def options(p):
+        p.add_argument("--rank", type=int, default=0, help="which rank to draw")
+
+    args = parse_args(__doc__, "out/05_zero", "folder with zero_stages.csv", options)
     path = os.path.join(args.inp, "zero_stages.csv")
     try:
         with open(path, newline="") as f:
@@ -114,11 +109,7 @@ def main():
     cx.legend(handles=[Patch(color=c, label=l) for _, l, c in COMM], fontsize=8, loc="upper left")
     cx.set_title(f"Communication of rank {args.rank} (× {rows[0]['label']})", fontsize=10)
     fig.suptitle("ZeRO measured: what each stage keeps, holds and sends", x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    os.makedirs(args.out, exist_ok=True)
-    out = os.path.join(args.out, "ch05_zero_stages.png")
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save(fig, args.out, "ch05_zero_stages.png", rect=(0, 0, 1, 0.96))
 
 
 if __name__ == "__main__":

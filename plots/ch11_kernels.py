@@ -9,16 +9,12 @@ max_abs_err, then precision,worst_err_over_tol,verified) and writes <out>/ch11_k
 
     python3 plots/ch11_kernels.py --in out/11_gpu_primer --out plots/out
 """
-import argparse
 import csv
 import json
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from figure_io import parse_args, plt, save  # noqa: E402
 
 REQUIRED = ["kernel", "M", "N", "K", "time_ms", "gflops", "pct_of_cublas", "max_abs_err"]
 BASELINES = {"cublas_sgemm": "black", "cublas_bf16": "grey"}
@@ -53,12 +49,9 @@ def device_name(in_dir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--in", dest="in_dir", default="out/11_gpu_primer", help="folder with kernels.csv")
-    ap.add_argument("--out", dest="out_dir", default="plots/out", help="folder for ch11_kernels.png")
-    args = ap.parse_args()
+    args = parse_args(__doc__, "out/11_gpu_primer", "folder with kernels.csv")
 
-    rows = read_rows(os.path.join(args.in_dir, "kernels.csv"))
+    rows = read_rows(os.path.join(args.inp, "kernels.csv"))
     kernels = []  # in the order of the CSV: the ladder's order
     for r in rows:
         if r["kernel"] not in kernels:
@@ -105,13 +98,9 @@ def main():
     right.set_xlabel("% of cuBLAS of the same precision")
     right.set_title(f"At {largest}×{largest}×{largest}")
 
-    device = device_name(args.in_dir)
+    device = device_name(args.inp)
     fig.suptitle("Matmul ladder vs cuBLAS" + (f" — {device}" if device else ""))
-    fig.tight_layout()
-    os.makedirs(args.out_dir, exist_ok=True)
-    path = os.path.join(args.out_dir, "ch11_kernels.png")
-    fig.savefig(path, dpi=120)
-    print(f"wrote {path}")
+    save(fig, args.out, "ch11_kernels.png")
 
 
 if __name__ == "__main__":

@@ -33,10 +33,13 @@ struct BucketLaunchState {
 // parameter waiting, nothing launched. (Given, not part of the exercise.)
 BucketLaunchState start_bucket_launches(const BucketPlan& plan, std::size_t num_params);
 
-// Exercise 04.2: parameter `param`'s gradient is final. Mark it ready in state; then, while the
-// next bucket in plan order has all its parameters ready, launch its all-reduce
-//   comm.all_reduce_async(<view of flat_grad over the bucket's range>, ReduceOp::avg)
-// keep the handle in state.launched and move on to the following bucket.
+// Exercise 04.2: parameter `param`'s gradient is final.
+//   before  state as start_bucket_launches made it, updated by the earlier calls of this pass
+//   after   param no longer counts as waiting; every bucket from state.next_bucket on whose
+//           parameters are all ready, up to the first one that is not, has exactly one
+//           averaging all-reduce (ReduceOp::avg) in flight over its range [begin, end) of
+//           flat_grad, asynchronously: nothing is waited on here; the handles are in
+//           state.launched in plan order, and state.next_bucket is the first bucket not launched
 // flat_grad is ParamStore::flat_grad(): the buffer the plan's [begin, end) ranges index.
 void on_grad_ready(BucketLaunchState& state, int param, Communicator& comm, Tensor& flat_grad);
 

@@ -51,6 +51,23 @@ enum class Keep {
   nothing          // evaluation
 };
 
+// The probabilities [B, H, T, T] f32 (a Temporary) from the model's AttentionProbs. Their q·kᵀ
+// FLOPs are counted here, since the maker is not an op.
+Tensor probs_from(const AttentionProbs& make_probs, const Tensor& q4, const Tensor& k4) {
+  const std::int64_t B = q4.dim(0), T = q4.dim(1), H = q4.dim(2), D = q4.dim(3);
+  Tensor p32 = Tensor::empty({B, H, T, T}, DType::f32, MemCategory::Temporary);
+  make_probs(q4, k4, p32);
+  ops::add_flops(2 * B * H * T * T * D);
+  return p32;
+}
+
+// p32 stored as `dtype` (rounded to nearest even) in a tensor of `category`: what a layer keeps.
+Tensor stored_as(const Tensor& p32, DType dtype, MemCategory category) {
+  Tensor p = Tensor::empty(p32.shape(), dtype, category);
+  convert_from_float(p32.data<float>(), dtype, p.raw(), static_cast<std::size_t>(p.numel()));
+  return p;
+}
+
 std::int64_t activation_bytes_now() { return MemoryTracker::instance().current()[MemCategory::Activation]; }
 
 }  // namespace
@@ -79,7 +96,7 @@ LayerParams layer_params(std::int64_t layer) {
 // One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
 // Fills s with what backward needs, as `keep` says.
 Tensor forward_layer(const ParamStore& P, std::int64_t layer, const Tensor& x, std::int64_t B,
-                     std::int64_t T, DType adt, Keep keep, LayerSaved& s) {
+                     std::int64_t T, DType adt, Keep keep, const AttentionProbs& make_probs, LayerSaved& s) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(layer);
   const std::int64_t N = B * T, C = c.hidden, H = c.heads, G = c.kv_heads, D = c.head_dim(), F = c.ffn;
@@ -101,10 +118,17 @@ Tensor forward_layer(const ParamStore& P, std::int64_t layer, const Tensor& x, s
   ops::rope_forward(k4, c.rope_theta);
 
   Tensor probs;  // undefined: the attention keeps its probabilities in a Temporary
-  if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, adt, MemCategory::Activation);
   Tensor a = make({N, H * D}, adt);
   Tensor a4 = a.reshape({B, T, H, D});
-  ops::attention_forward(q4, k4, v4, a4, probs);
+  if (make_probs) {
+    // out = P·v from the f32 probabilities, as attention_forward does; the kept copy is rounded.
+    const Tensor p32 = probs_from(make_probs, q4, k4);
+    ops::attention_forward_from_probs(p32, v4, a4);
+    if (keep == Keep::everything) probs = stored_as(p32, adt, MemCategory::Activation);
+  } else {
+    if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, adt, MemCategory::Activation);
+    ops::attention_forward(q4, k4, v4, a4, probs);
+  }
 
   Tensor x2 = make({N, C}, adt);
   ops::matmul_forward(a, P.param(ip.o), x2);
@@ -293,7 +317,7 @@ double Model::forward(const Tensor& inputs, const Tensor& targets) {
     const int u = static_cast<int>(l) + 1;
     b0 = before(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
-    x = forward_layer(params_, l, x, m.B, m.T, adt, keep, s);
+    x = forward_layer(params_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
     saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
     after(u, b0);
   }
@@ -354,10 +378,18 @@ void Model::backward(float loss_scale) {
       const std::int64_t r0 = ops::flop_count();
       Tensor input = s.x;
       s.x = Tensor();
-      forward_layer(params_, l, input, m.B, m.T, options_.activation_dtype, Keep::everything, s);
+      forward_layer(params_, l, input, m.B, m.T, options_.activation_dtype, Keep::everything,
+                    attention_probs_, s);
       recompute += ops::flop_count() - r0;
     } else if (options_.recompute == Recompute::selective) {
-      // attention_backward recomputes the probabilities from q and k: the q·kᵀ product.
+      // The probabilities the forward dropped, rebuilt from the q and k the layer kept: the q·kᵀ
+      // product. Without a maker of its own, attention_backward rebuilds them internally.
+      if (attention_probs_) {
+        const Tensor q4 = s.q.reshape({m.B, m.T, c.heads, c.head_dim()});
+        const Tensor k4 = s.k.reshape({m.B, m.T, c.kv_heads, c.head_dim()});
+        s.probs = stored_as(probs_from(attention_probs_, q4, k4), options_.activation_dtype,
+                            MemCategory::Temporary);
+      }
       recompute += 2 * m.B * c.heads * m.T * m.T * c.head_dim();
     }
     backward_layer(params_, l, s, dx, m.B, m.T, hooks_);
@@ -388,7 +420,8 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   Tensor x = Tensor::empty({N, c.hidden}, adt, MemCategory::Temporary);
   ops::embedding_forward(inputs.reshape({N}), params_.param(0), x);
   LayerSaved unused;
-  for (std::int64_t l = 0; l < c.layers; ++l) x = forward_layer(params_, l, x, B, T, adt, Keep::nothing, unused);
+  for (std::int64_t l = 0; l < c.layers; ++l)
+    x = forward_layer(params_, l, x, B, T, adt, Keep::nothing, attention_probs_, unused);
   HeadSaved head;
   Tensor logits = forward_head(params_, x, adt, /*keep=*/false, head);
   return ops::cross_entropy_forward(logits, targets.reshape({N}));

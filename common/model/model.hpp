@@ -28,6 +28,11 @@
 
 namespace usp {
 
+// The attention probabilities' maker, for a chapter that supplies its own (chapter 02's exercise
+// 02.1): q [B, T, H, D], k [B, T, G, D] (after RoPE, in the activation dtype) -> probs
+// [B, H, T, T] f32, softmax(q·kᵀ/√D + causal mask), zero above the diagonal.
+using AttentionProbs = std::function<void(const Tensor& q, const Tensor& k, Tensor& probs)>;
+
 struct ModelOptions {
   Recompute recompute = Recompute::none;
   DType activation_dtype = DType::f32;  // f32 or bf16 (saved activations and layer outputs)
@@ -63,6 +68,10 @@ class Model {
   const ModelOptions& options() const { return options_; }
   ParamStore& params() { return params_; }
   void set_hooks(ModelHooks hooks) { hooks_ = std::move(hooks); }
+  // When set, every probability the model makes comes from `make`: each layer's forward and
+  // selective recomputation's rebuild in backward (so the rebuild reproduces the forward bit for
+  // bit). Unset: the ops' own softmax (ops::attention_forward / attention_backward).
+  void set_attention_probs(AttentionProbs make) { attention_probs_ = std::move(make); }
 
   // inputs, targets [B, T] i32. Runs the forward pass, keeps what backward needs and returns
   // the mean cross-entropy over the B·T positions.
@@ -88,6 +97,7 @@ class Model {
   ParamStore& params_;
   ModelOptions options_;
   ModelHooks hooks_;
+  AttentionProbs attention_probs_;
   std::unique_ptr<Impl> impl_;
   std::vector<std::int64_t> saved_bytes_, measured_saved_bytes_;
   StepFlops flops_;

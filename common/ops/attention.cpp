@@ -78,6 +78,13 @@ void causal_probs_block(const float* q, std::int64_t ldq, const float* k, std::i
   }
 }
 
+// out rows r0..r1 [r1-r0, D] (row stride ldo) = P rows r0..r1 [r1-r0, r1] · v [r1, D]: the
+// causal rows read keys up to their block's last one only.
+void probs_times_v_block(const float* p, const float* v, std::int64_t ldv, std::int64_t t_len, std::int64_t d,
+                         std::int64_t r0, std::int64_t r1, float* out, std::int64_t ldo) {
+  sgemm(false, false, r1 - r0, d, r1, 1.0f, p + r0 * t_len, t_len, v, ldv, 0.0f, out + r0 * ldo, ldo);
+}
+
 // probs, when given, is [B, H, T, T] of a float dtype; true when it is f32 (used in place).
 bool check_probs(const char* op, const Tensor& probs, const Dims& dm) {
   if (!probs.defined()) return false;
@@ -115,8 +122,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
       for (std::int64_t r0 = 0; r0 < T; r0 += kBlock) {
         const std::int64_t r1 = std::min(r0 + kBlock, T);
         causal_probs_block(qp, HD, kp, GD, T, D, s, r0, r1, p);
-        // out rows r0..r1 [r1-r0, D] = P [r1-r0, r1] · v [r1, D]
-        sgemm(false, false, r1 - r0, D, r1, 1.0f, p + r0 * T, T, vp, GD, 0.0f, op_ + r0 * HD, HD);
+        probs_times_v_block(p, vp, GD, T, D, r0, r1, op_, HD);
       }
       if (probs.defined() && !probs_f32)
         convert_from_float(p, probs.dtype(),
@@ -125,6 +131,34 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
     }
   of.store();
   add_flops(4 * dm.b * dm.h * T * T * D);
+}
+
+void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& out) {
+  const char* op = "attention_forward_from_probs";
+  require_cpu(op, {&probs, &v, &out});
+  check_float(op, "v", v);
+  check_float(op, "out", out);
+  USP_CHECK(probs.dtype() == DType::f32 && probs.ndim() == 4 && probs.dim(2) == probs.dim(3),
+            std::string("ops::") + op + ": probs is " + shape_str(probs.shape()) + " " + dtype_name(probs.dtype()) +
+                ", expected [B, H, T, T] f32");
+  const Dims dm{probs.dim(0), probs.dim(2), probs.dim(1), v.ndim() == 4 ? v.dim(2) : 0, v.ndim() == 4 ? v.dim(3) : 0};
+  USP_CHECK(v.ndim() == 4 && v.dim(0) == dm.b && v.dim(1) == dm.t && dm.g > 0 && dm.d > 0 && dm.h % dm.g == 0,
+            std::string("ops::") + op + ": v " + shape_str(v.shape()) + " does not match probs " +
+                shape_str(probs.shape()) + " (expected [B, T, G, D] with G dividing H)");
+  check_shape(op, "out", out, {dm.b, dm.t, dm.h, dm.d});
+  const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
+  FloatIn vf(v);
+  FloatOut of(out, false);
+  for (std::int64_t bi = 0; bi < dm.b; ++bi)
+    for (std::int64_t hq = 0; hq < dm.h; ++hq) {
+      const float* p = probs.data<float>() + (bi * dm.h + hq) * T * T;
+      const float* vp = vf.data() + bi * T * GD + (hq / dm.rep()) * D;
+      float* op_ = of.data() + bi * T * HD + hq * D;
+      for (std::int64_t r0 = 0; r0 < T; r0 += kBlock)
+        probs_times_v_block(p, vp, GD, T, D, r0, std::min(r0 + kBlock, T), op_, HD);
+    }
+  of.store();
+  add_flops(2 * dm.b * dm.h * T * T * D);
 }
 
 void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -63,6 +63,11 @@ void rope_backward(Tensor& dx, double theta);
 // probs [B, H, T, T]: softmax(q·kᵀ/√D + causal mask) is written there when defined (entries
 // above the diagonal are 0); when undefined, it lives in a Temporary and is freed.
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& probs);
+// The forward's second half, for a caller that makes the probabilities itself (a chapter's own
+// softmax, ModelOptions::attention_probs): probs [B, H, T, T] f32 (zero above the diagonal),
+// v [B, T, G, D] -> out [B, T, H, D] = P · v per head, as attention_forward computes it. Counts the
+// one product's FLOPs (the caller counts its q·kᵀ).
+void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& out);
 // dout [B, T, H, D] -> dq [B, T, H, D], dk, dv [B, T, G, D] (overwritten). probs may be undefined:
 // then it is recomputed from q and k into a Temporary (selective recomputation), rounded to q's
 // dtype as a saved probs tensor would be (so bf16 recomputation changes no gradient bit), and

@@ -1,10 +1,9 @@
 // Exercise 01.1: the bytes one decoder layer keeps for backward (Recompute::none).
 //
-// Read chapters/01_memory/README.md ("What a layer keeps") and the LayerSaved struct in
-// common/model/model.cpp. Then replace the throw with a sum over the saved tensors:
-//   tokens = b·s; es = dtype_size(activation); the two 1/rms vectors are always fp32;
-//   the attention probabilities are per sample and per head: s × s each.
-// Check your work with: ./usp test 01 --exercises
+// The contract is in chapters/01_memory/activation_bytes.hpp; the idea is in
+// chapters/01_memory/README.md ("What a layer keeps"). Replace the throw with your code.
+// Check it with: ./usp test 01 --exercises, then see it next to the measurement with
+// ./usp run 01 --exercises
 #include "chapters/01_memory/activation_bytes.hpp"
 
 #include "common/error.hpp"
@@ -17,8 +16,8 @@ std::int64_t layer_activation_bytes(const ModelConfig& config, std::int64_t b, s
   (void)s;
   (void)activation;
   throw NotImplemented(
-      "exercise 01.1: a layer's activation bytes — add up x, h1, q, k, v, the attention probabilities, "
-      "the attention output, x2, h2, g, u, z and the two fp32 rstd vectors");
+      "exercise 01.1: a layer's activation bytes (hint: every tensor the layer's backward reads was "
+      "kept by its forward; count each one's elements and element size)");
 }
 
 }  // namespace usp::ch01

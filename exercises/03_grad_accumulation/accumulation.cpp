@@ -1,11 +1,8 @@
-// Exercise 03.1: gradient accumulation.
+// Exercise 03.1: gradient accumulation, k micro-batches and one optimizer step.
 //
-// Read chapters/03_grad_accumulation/README.md ("The loop") first. Then replace the throw:
-//   1. clear the gradients once (model.params().zero_grad()),
-//   2. for each micro-batch: loss = model.forward(inputs, targets); model.backward(1/k),
-//   3. step the optimizer once (optimizer.step(model.params())),
-//   4. return the mean of the k losses.
-// Check your work with: ./usp test 03 --exercises
+// The contract is in chapters/03_grad_accumulation/accumulation.hpp; the idea is in
+// chapters/03_grad_accumulation/README.md ("The loop"). Replace the throw with your code.
+// Check it with: ./usp test 03 --exercises, then run it with ./usp run 03 --exercises
 #include "chapters/03_grad_accumulation/accumulation.hpp"
 
 #include "common/error.hpp"
@@ -17,8 +14,8 @@ double accumulation_step(Model& model, AdamW& optimizer, const std::vector<Batch
   (void)optimizer;
   (void)micro_batches;
   throw NotImplemented(
-      "exercise 03.1: the accumulation loop — zero the gradients, forward + backward(1/k) per "
-      "micro-batch, one optimizer step, return the mean loss");
+      "exercise 03.1: the accumulation step (hint: the big batch's loss is the mean of the k "
+      "micro-batch means, and gradients add up in the store between backward passes)");
 }
 
 }  // namespace usp::ch03

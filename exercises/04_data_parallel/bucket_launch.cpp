@@ -1,14 +1,8 @@
 // Exercise 04.2: the gradient-ready hook that launches a full bucket.
 //
-// Read chapters/04_data_parallel/README.md ("Bucketing") and bucket_launch.hpp first. Then
-// replace the throw:
-//   1. find param's bucket (state.bucket_of_param) and count it off state.waiting;
-//   2. while state.next_bucket is a bucket of the plan whose waiting count is 0:
-//        Tensor view = flat_grad.view(bucket.begin, {bucket.end - bucket.begin});
-//        state.launched.push_back(comm.all_reduce_async(view, ReduceOp::avg));
-//        ++state.next_bucket;
-// Do not wait on the handles here: the point is that backward keeps computing meanwhile.
-// Check your work with: ./usp test 04 --exercises
+// The contract is in chapters/04_data_parallel/bucket_launch.hpp; the idea is in
+// chapters/04_data_parallel/README.md ("Bucketing"). Replace the throw with your code.
+// Check it with: ./usp test 04 --exercises, then run it with ./usp run 04 --exercises
 #include "chapters/04_data_parallel/bucket_launch.hpp"
 
 #include "common/error.hpp"
@@ -21,8 +15,8 @@ void on_grad_ready(BucketLaunchState& state, int param, Communicator& comm, Tens
   (void)comm;
   (void)flat_grad;
   throw NotImplemented(
-      "exercise 04.2: the gradient-ready hook — mark the parameter ready, launch every complete "
-      "bucket in plan order with all_reduce_async(view, ReduceOp::avg)");
+      "exercise 04.2: the gradient-ready hook (hint: every rank must launch the same collectives in the "
+      "same order, and backward must not wait for them)");
 }
 
 }  // namespace usp::ch04

@@ -4,20 +4,13 @@
 #include <string>
 
 #include "common/model/config.hpp"
+#include "tests/support/small_model.hpp"
 
 namespace usp {
 
 inline ModelConfig small_gqa_model(const std::string& name) {
-  ModelConfig cfg;
-  cfg.name = name;
-  cfg.vocab = 23;
-  cfg.hidden = 24;
-  cfg.layers = 2;
-  cfg.heads = 6;
-  cfg.kv_heads = 2;
-  cfg.ffn = 40;
-  cfg.max_seq = 64;
-  return cfg;
+  return testing::small_model(
+      {.name = name, .vocab = 23, .hidden = 24, .layers = 2, .heads = 6, .kv_heads = 2, .ffn = 40, .max_seq = 64});
 }
 
 }  // namespace usp

@@ -15,10 +15,13 @@
 #include "common/comm/comm_volume.hpp"
 #include "chapters/00_collectives/demos.hpp"
 #include "chapters/00_collectives/ring_allreduce.hpp"
+#include "tests/support/elementwise_check.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch00;
+using usp::testing::elementwise_mismatch;
+using usp::testing::Tolerance;
 using usp::testing::world;
 
 namespace {
@@ -209,7 +212,7 @@ TEST_CASE("ring all-reduce equals the library's bit for bit on integer values", 
     Tensor library = Tensor::from_floats(values, {numel});
     ring_all_reduce(comm, ring);
     comm.all_reduce(library);
-    CHECK(ring.to_floats() == library.to_floats());
+    CHECK(elementwise_mismatch(ring.to_floats(), library.to_floats(), Tolerance::exact(), r) == "");
   }
 }
 
@@ -231,16 +234,13 @@ TEST_CASE("ring all-reduce agrees with the library within fp32 reduction-order e
     Tensor library = Tensor::from_floats(values, {numel});
     ring_all_reduce(comm, ring);
     comm.all_reduce(library);
-    const Floats a = ring.to_floats(), b = library.to_floats();
-    REQUIRE(a.size() == b.size());
-    std::int64_t outside = 0;
+    std::vector<double> bound(static_cast<std::size_t>(numel));
     for (std::int64_t i = 0; i < numel; ++i) {
       double magnitude = 0;
       for (int q = 0; q < n; ++q) magnitude += std::fabs(static_cast<double>(value(i, q)));
-      const double diff = std::fabs(static_cast<double>(a[static_cast<std::size_t>(i)]) - b[static_cast<std::size_t>(i)]);
-      if (diff > 2.0 * (n - 1) * u * magnitude) ++outside;
+      bound[static_cast<std::size_t>(i)] = 2.0 * (n - 1) * u * magnitude;
     }
-    CHECK(outside == 0);
+    CHECK(elementwise_mismatch(ring.to_floats(), library.to_floats(), bound, r) == "");
   }
 }
 

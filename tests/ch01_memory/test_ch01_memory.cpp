@@ -6,6 +6,7 @@
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
 #include "common/rng.hpp"
+#include "tests/support/small_model.hpp"
 
 using namespace usp;
 
@@ -19,14 +20,7 @@ Tensor tokens(std::int64_t b, std::int64_t s, std::int64_t vocab, const char* na
 }
 
 ModelConfig shape(std::int64_t h, std::int64_t a, std::int64_t g, std::int64_t f, std::int64_t L) {
-  ModelConfig c;
-  c.vocab = 256;
-  c.hidden = h;
-  c.heads = a;
-  c.kv_heads = g;
-  c.ffn = f;
-  c.layers = L;
-  return c;
+  return testing::small_model({.name = "custom", .hidden = h, .layers = L, .heads = a, .kv_heads = g, .ffn = f});
 }
 
 }  // namespace

@@ -1,16 +1,34 @@
-// Chapter 02: none / selective / full on the same batch. The activations held between forward
-// and backward are exactly L × (the layer formula of the mode) + the head's; the gradients are
-// bit-identical; the extra FLOPs are the recomputed work.
+// Chapter 02: exercise 02.1's probabilities against the attention op's; then none / selective /
+// full on the same batch, the model making its probabilities with exercise 02.1. The activations
+// held between forward and backward are exactly L × (the layer formula of the mode) + the head's;
+// the gradients are bit-identical; the extra FLOPs are the recomputed work.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
+#include "common/ops/ops.hpp"
+#include "common/rng.hpp"
+#include "chapters/02_recomputation/attention_probs.hpp"
 #include "chapters/02_recomputation/recompute_measurement.hpp"
+#include "tests/support/elementwise_check.hpp"
 
 using namespace usp;
 using namespace usp::ch02;
+using usp::testing::elementwise_mismatch;
+using usp::testing::Tolerance;
 
 namespace {
+
+// Values in [-1, 1) from a seed, as a tensor of `shape` in dtype dt.
+Tensor uniform(const Shape& shape, DType dt, std::uint64_t seed) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = 2.0f * rng::uniform(seed, "ch02-qk", static_cast<std::uint64_t>(i)) - 1.0f;
+  return Tensor::from_floats(v, shape, dt);
+}
 
 TrainingConfig tiny(DType dt) {
   TrainingConfig cfg;
@@ -22,6 +40,35 @@ TrainingConfig tiny(DType dt) {
 }
 
 }  // namespace
+
+TEST_CASE("exercise 02.1: the attention probabilities equal the attention op's", "[ch02]") {
+  // B = 2, T = 70 (more than one 64-row block of the op), H = 4 query heads on G = 2 kv heads.
+  const std::int64_t B = 2, T = 70, H = 4, G = 2, D = 16;
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dt));
+    const Tensor q = uniform({B, T, H, D}, dt, 1), k = uniform({B, T, G, D}, dt, 2), v = uniform({B, T, G, D}, dt, 3);
+    Tensor want = Tensor::empty({B, H, T, T}), out = Tensor::empty({B, T, H, D}, dt);
+    ops::attention_forward(q, k, v, out, want);
+    Tensor got = Tensor::empty({B, H, T, T});
+    got.fill(7.0f);  // every entry must be written, the masked ones with 0
+    attention_probs(q, k, got);
+    // Both compute in fp32 from the same inputs but in different orders: the scores |q·k|/√D <= 4
+    // differ by the dot products' rounding, at most D·2⁻²⁴·Σ|q_d k_d|/√D ≈ 4e-6, which moves a
+    // probability by that much relatively; the row sums over <= 70 keys add <= 70·2⁻²⁴ ≈ 4e-6
+    // and the op's exp 2 ulp. 2e-5 relative covers both with room for a double-precision answer.
+    const std::vector<float> g = got.to_floats(), w = want.to_floats();
+    CHECK(elementwise_mismatch(g, w, Tolerance{1e-7, 2e-5}) == "");
+    // Above the diagonal (key after query) the probability is exactly 0.
+    std::vector<float> masked;
+    for (std::int64_t row = 0; row < B * H * T; ++row)
+      for (std::int64_t s = row % T + 1; s < T; ++s) masked.push_back(g[static_cast<std::size_t>(row * T + s)]);
+    CHECK(elementwise_mismatch(masked, std::vector<float>(masked.size(), 0.0f)) == "");
+    // Deterministic: the rebuild in backward must give the forward's bits again.
+    Tensor again = Tensor::empty({B, H, T, T});
+    attention_probs(q, k, again);
+    CHECK(elementwise_mismatch(again.to_floats(), g) == "");
+  }
+}
 
 TEST_CASE("recomputation: memory by the formula, identical gradients, counted FLOPs", "[ch02]") {
   for (DType dt : {DType::f32, DType::bf16}) {

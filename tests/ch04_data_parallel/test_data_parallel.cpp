@@ -11,6 +11,7 @@
 #include "chapters/04_data_parallel/comm_overlap.hpp"
 #include "common/trace.hpp"
 #include "chapters/04_data_parallel/dp_trainer.hpp"
+#include "tests/support/elementwise_check.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
@@ -66,12 +67,6 @@ float max_abs(const std::vector<float>& a) {
   return m;
 }
 
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
 bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -121,8 +116,9 @@ TEST_CASE("exercise 04.2: the hook launches each bucket once all its gradients a
   CHECK(state.next_bucket == 3);
   for (auto& w : state.launched) w->wait();
   // Averaged over the ranks: element i is (i + 1) · mean(1..n) = (i + 1)(n + 1)/2, exact in fp32.
-  const auto got = flat.to_floats();
-  for (int i = 0; i < 16; ++i) CHECK(got[static_cast<std::size_t>(i)] == static_cast<float>((i + 1) * (n + 1)) / 2.0f);
+  std::vector<float> want(16);
+  for (int i = 0; i < 16; ++i) want[static_cast<std::size_t>(i)] = static_cast<float>((i + 1) * (n + 1)) / 2.0f;
+  CHECK(testing::elementwise_mismatch(flat.to_floats(), want, testing::Tolerance::exact(), r) == "");
   // The bytes: a ring all-reduce of each bucket sends 2(n-1)/n of its bytes: of 64 in all
   // (exact for n = 1, 2, 4, where each bucket's share is whole).
   if ((2 * (n - 1) * 4) % n == 0)
@@ -163,11 +159,14 @@ TEST_CASE("every DP variant reproduces the single-rank baseline, with and withou
         // Communication, counted: nothing during the first k-1 micro-batches; one all-reduce per
         // parameter or bucket per step, all of them from the hook during the last backward
         // (overlap, bucketing) or all after it (naive).
-        REQUIRE(st.collectives_during.size() == static_cast<std::size_t>(k));
-        for (std::int64_t j = 0; j + 1 < k; ++j) CHECK(st.collectives_during[static_cast<std::size_t>(j)] == 0);
-        const std::int64_t during_last = st.collectives_during.back();
-        CHECK(during_last + st.collectives_after == expected);
-        CHECK(during_last == (mode == DpMode::naive ? 0 : expected));
+        // (CHECK, not REQUIRE: a rank leaving the case here would miss the collectives below.)
+        CHECK(st.collectives_during.size() == static_cast<std::size_t>(k));
+        if (st.collectives_during.size() == static_cast<std::size_t>(k)) {
+          for (std::int64_t j = 0; j + 1 < k; ++j) CHECK(st.collectives_during[static_cast<std::size_t>(j)] == 0);
+          const std::int64_t during_last = st.collectives_during.back();
+          CHECK(during_last + st.collectives_after == expected);
+          CHECK(during_last == (mode == DpMode::naive ? 0 : expected));
+        }
         // Bytes: a ring all-reduce of all Ψ gradients, 2(n-1)/n · 4Ψ, whatever the bucketing or
         // k (exact for n = 1, 2, 4: each op's 2(n-1)/n share of its 4·numel bytes is whole).
         const double ring = 2.0 * (n - 1) / n * 4.0 * static_cast<double>(psi);
@@ -184,8 +183,9 @@ TEST_CASE("every DP variant reproduces the single-rank baseline, with and withou
         const auto g = trainer.params().flat_grad().to_floats();
         const auto gp = probe.flat_grad().to_floats();
         CHECK(max_abs(gp) > 0);
-        CHECK(max_abs_diff(g, gp) <= 1e-5f * max_abs(gp));
-        if (n == 1 && k == 1) CHECK(bit_equal(g, gp));
+        const testing::Tolerance regrouped =
+            n == 1 && k == 1 ? testing::Tolerance::exact() : testing::Tolerance::absolute(1e-5 * max_abs(gp));
+        CHECK(testing::elementwise_mismatch(g, gp, regrouped, comm.rank()) == "");
 
         // Against the baseline's own trajectory. The loss of the global batch: each rank's mean
         // over its k·b samples, averaged over the ranks, is the mean over all n·k·b samples;
@@ -203,8 +203,9 @@ TEST_CASE("every DP variant reproduces the single-rank baseline, with and withou
       // 2·lr·steps (measured ≤ 8e-5 against 6e-3). Bit for bit with one rank and one
       // micro-batch. And the replicas must not drift: every rank holds the same weights.
       const auto p = trainer.params().flat().to_floats();
-      CHECK(max_abs_diff(p, base.params) <= 2.0f * static_cast<float>(cfg.adamw.lr) * steps);
-      if (n == 1 && k == 1) CHECK(bit_equal(p, base.params));
+      const testing::Tolerance drift = n == 1 && k == 1 ? testing::Tolerance::exact()
+                                                        : testing::Tolerance::absolute(2.0 * cfg.adamw.lr * steps);
+      CHECK(testing::elementwise_mismatch(p, base.params, drift, comm.rank()) == "");
       CHECK(replicas_identical(comm, trainer.params()));
       // Bit for bit where the reduction order is the same: overlap issues naive's all-reduces,
       // same sizes, same order, only earlier; with n <= 2 every element is a + b (commutative,

@@ -6,23 +6,15 @@
 #include "common/model/config.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
+#include "tests/support/small_model.hpp"
 
 namespace usp::testing {
 
 // Two layers, GQA (4 query heads over 2 kv heads), sizes that are not powers of two.
+// init_std 0.3: large enough that every path carries a visible gradient.
 inline ModelConfig gradcheck_config(bool tied = false) {
-  ModelConfig c;
-  c.name = "gradcheck";
-  c.vocab = 19;
-  c.hidden = 16;
-  c.layers = 2;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn = 20;
-  c.max_seq = 64;
-  c.init_std = 0.3;  // large enough that every path carries a visible gradient
-  c.tied_embeddings = tied;
-  return c;
+  return small_model({.name = "gradcheck", .vocab = 19, .hidden = 16, .layers = 2, .heads = 4, .kv_heads = 2,
+                      .ffn = 20, .max_seq = 64, .init_std = 0.3, .tied = tied});
 }
 
 // Random tokens in [0, vocab) from the counter-based RNG: [B, T] i32.

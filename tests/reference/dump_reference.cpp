@@ -24,6 +24,7 @@
 #include "common/model/params.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
+#include "tests/support/small_model.hpp"
 
 using namespace usp;
 
@@ -33,21 +34,12 @@ constexpr std::uint64_t kSeed = 2024;
 constexpr std::int64_t kBatch = 3, kSeq = 17;  // B·T = 51 rows: not a multiple of a SIMD width or a block size
 
 // L=2, h=64, a=4 over g=2 kv heads (GQA, head dim 16), f=160, v=256.
+// init_std larger than the usual 0.02 so that attention is far from uniform and logits far
+// from flat: every path (RoPE, the mask, the softmax) then shapes the result visibly.
 ModelConfig reference_config(bool tied) {
-  ModelConfig c;
-  c.name = tied ? "reference-tied" : "reference";
-  c.vocab = 256;
-  c.hidden = 64;
-  c.layers = 2;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn = 160;
-  c.max_seq = 64;
-  // Larger than the usual 0.02 so that attention is far from uniform and logits far from
-  // flat: every path (RoPE, the mask, the softmax) then shapes the result visibly.
-  c.init_std = 0.15;
-  c.tied_embeddings = tied;
-  return c;
+  return testing::small_model({.name = tied ? "reference-tied" : "reference", .vocab = 256, .hidden = 64,
+                               .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 160, .max_seq = 64,
+                               .init_std = 0.15, .tied = tied});
 }
 
 // Norm weights start at 1, where a norm that forgot its weight would look right; move them.
