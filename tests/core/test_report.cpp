@@ -59,7 +59,7 @@ TEST_CASE("report table: the CSV holds the CSV columns, the JSON the JSON column
   usp::JsonWriter j;
   t.write_json(j);
   CHECK(j.str() ==
-        "[{\"mode\":\"naive\",\"steps\":3,\"peak_bytes\":3145728,\"hidden_fraction\":0.25,\"losses\":[2.5,2]},"
+        "[{\"mode\":\"naive\",\"steps\":3,\"peak_bytes\":3145728,\"hidden_fraction\":0.25,\"losses\":[2.5,2.0]},"
         "{\"mode\":\"overlap\",\"steps\":3,\"peak_bytes\":524288,\"hidden_fraction\":0.5,\"losses\":[2.5]}]");
   CHECK(std::get<std::int64_t>(t.at(1, "bytes")) == 96);
   CHECK_THROWS_AS(t.at(0, "nope"), usp::Error);
