@@ -16,6 +16,26 @@ namespace usp {
 // nothing), never a truncated file.
 void write_file_atomic(const std::string& path, std::string_view content);
 
+// The same rule for a file written in pieces (a safetensors file: header, then each tensor's
+// bytes, without first gathering them into one string). Bytes go to a temporary file next to
+// `path`; commit() closes it and renames it over the name. Destroyed without commit (an
+// exception on the way), it removes the temporary file: the name is never left half-written.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);  // creates parent directories and the temporary file
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(std::string_view bytes);  // throws usp::Error naming the path (disk full, size limit)
+  void commit();                       // close + rename; throws usp::Error on failure
+
+ private:
+  void discard() noexcept;
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 // The --out directory rule: dir must not be empty; it is created (with its parents) if missing,
 // and a probe file is written to and removed from it. Throws usp::UsageError naming the flag
 // ("--out" unless `flag` says otherwise) when any of that fails.
