@@ -112,6 +112,7 @@ void write_file_atomic(const std::string& path, std::string_view content) {
 void require_output_dir(const std::string& dir, const std::string& flag) {
   if (dir.empty()) throw UsageError(flag + " must name a directory, got an empty string");
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw UsageError(flag + " '" + dir + "' is not a directory");
   fs::create_directories(dir, ec);
   if (ec) throw UsageError(flag + " '" + dir + "' cannot be created: " + ec.message());
   if (!fs::is_directory(dir, ec)) throw UsageError(flag + " '" + dir + "' is not a directory");

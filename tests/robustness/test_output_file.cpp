@@ -158,7 +158,7 @@ TEST_CASE("require_output_dir rejects what cannot hold the results, before any w
   }
   SECTION("a file where a directory is expected") {
     write_file_atomic(dir / "file", "x");
-    CHECK_THROWS_AS(require_output_dir(dir / "file"), UsageError);
+    CHECK_THROWS_WITH(require_output_dir(dir / "file"), Catch::EndsWith("file' is not a directory"));
     CHECK_THROWS_AS(require_output_dir(dir / "file/sub"), UsageError);
   }
   SECTION("a directory that cannot be created or written") {
