@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -40,6 +41,10 @@ bool write_all(int fd, std::string_view content) {
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  // A write past the file size limit (ulimit -f) must fail with EFBIG, which we report, rather
+  // than kill the process with SIGXFSZ, which leaves no message and a missing result.
+  static const bool xfsz_ignored = std::signal(SIGXFSZ, SIG_IGN) != SIG_ERR;
+  (void)xfsz_ignored;
   if (path_.empty()) throw Error("cannot write a file with an empty name");
   const std::string given = path_;  // for messages: the name the caller used
   std::error_code ec;

@@ -2,7 +2,8 @@
 // through here, so that nothing written is silently lost:
 //   * a file appears under its name complete or not at all (written to a temporary file in the
 //     same directory, flushed, closed, then renamed over the name);
-//   * any failure (disk full, file size limit, no permission) throws usp::Error naming the path;
+//   * any failure (disk full, file size limit, no permission) throws usp::Error naming the path
+//     (SIGXFSZ is ignored from the first output file on, so a size limit is an error, not a kill);
 //   * an output directory is checked before the work starts (require_output_dir), so a run does
 //     not compute for minutes and then find it cannot write.
 #pragma once

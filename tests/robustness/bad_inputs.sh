@@ -6,8 +6,9 @@
 #
 # In a command, "@name" is the executable BIN_DIR/name, started under MPIEXEC -np RANKS when
 # RANKS > 0 (and MPIEXEC is given), directly when RANKS is 0; $FIX is a scratch directory with
-# the fixtures made below. Commands run under bash, so "trap '' XFSZ; ulimit -f 1; @..." works
-# (an ignored signal stays ignored across exec: the program sees EFBIG, as on a full disk).
+# the fixtures made below. Commands run under bash in $FIX, so "ulimit -f 1; @..." and relative
+# paths work (the core's writers ignore SIGXFSZ: past the limit a write fails with EFBIG, as on
+# a full disk, and the program must say so).
 # Prints one line per case and a summary; exits 1 if any case failed.
 set -u
 table=$(realpath "$1"); bin=$(realpath "$2"); shift 2
