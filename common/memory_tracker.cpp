@@ -3,13 +3,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
+#include "common/io/output_file.hpp"
 
 namespace usp {
 
@@ -142,8 +143,7 @@ void MemoryTracker::clear_timeline() {
 }
 
 void MemoryTracker::write_timeline_csv(const std::string& path) const {
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write " + path);
+  std::ostringstream out;
   out << "time_s,event,category,delta";
   for (int i = 0; i < kNumMemCategories; ++i) out << ',' << mem_category_name(static_cast<MemCategory>(i));
   out << ",total\n";
@@ -153,6 +153,7 @@ void MemoryTracker::write_timeline_csv(const std::string& path) const {
     for (auto b : e.current.bytes) out << ',' << b;
     out << ',' << e.current.total() << '\n';
   }
+  write_file_atomic(path, out.str());
 }
 
 std::int64_t cuda_bytes_in_use() { return cuda::device_count() > 0 ? cuda::bytes_in_use() : -1; }

@@ -11,7 +11,7 @@ std::int64_t shape_numel(const Shape& s) {
   std::int64_t n = 1;
   for (auto d : s) {
     if (d < 0) throw Error("negative dimension in shape " + shape_str(s));
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n)) throw Error("shape " + shape_str(s) + " has more elements than fit in 64 bits");
   }
   return n;
 }
@@ -47,7 +47,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, MemCategory category, Devi
   t.shape_ = shape;
   t.numel_ = shape_numel(shape);
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(t.numel_) * dtype_size(dtype), category, device);
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(t.numel_, static_cast<std::int64_t>(dtype_size(dtype)), &bytes))
+    throw Error("a " + std::string(dtype_name(dtype)) + " tensor of shape " + shape_str(shape) + " has more bytes than fit in 64 bits");
+  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(bytes), category, device);
   return t;
 }
 

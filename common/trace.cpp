@@ -6,12 +6,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <utility>
 
 #include "common/comm/communicator.hpp"
 #include "common/error.hpp"
+#include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/tensor.hpp"
 
@@ -100,13 +100,6 @@ std::vector<Span> spans_from_csv(const std::string& text) {
 
 // Packs text into i32 words (zero padded) so it travels through any backend's gather.
 std::int64_t words_for(std::int64_t bytes) { return (bytes + 3) / 4; }
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw Error("write_trace: cannot write " + path);
-}
 
 }  // namespace
 
@@ -265,10 +258,9 @@ void write_trace(Communicator& comm, const std::string& dir, const std::string& 
     csv += part;
     per_rank.emplace_back(r, spans_from_csv(part));
   }
-  make_dirs(dir);
   const std::string base = dir + "/" + basename;
-  write_text_file(base + ".json", spans_to_chrome_json(per_rank));
-  write_text_file(base + ".csv", csv);
+  write_file_atomic(base + ".json", spans_to_chrome_json(per_rank));
+  write_file_atomic(base + ".csv", csv);
 }
 
 }  // namespace usp

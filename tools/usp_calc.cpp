@@ -18,6 +18,7 @@
 #include "common/calc/memory_model.hpp"
 #include "common/calc/memory_sweep.hpp"
 #include "common/calc/training_setup.hpp"
+#include "common/checked_math.hpp"
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/json.hpp"
@@ -35,7 +36,7 @@ Cli make_cli() {
           "model (--model, see --list-models) or a shape (--layers --hidden --heads [--kv-heads] --ffn\n"
           "--vocab [--tied]); without either, llama3.1-8b.");
   cli.add_string("model", "", "built-in model name (default llama3.1-8b when no shape is given)");
-  cli.add_flag("list-models", "print the built-in models and exit");
+  cli.add_flag("list-models", "print the built-in models and exit (with --json: one JSON array)");
   cli.add_int("layers", 0, "shape: decoder layers L", 1);
   cli.add_int("hidden", 0, "shape: hidden size h", 1);
   cli.add_int("heads", 0, "shape: attention heads a", 1);
@@ -101,6 +102,16 @@ TrainingSetup setup_from_cli(const Cli& cli) {
   return s;
 }
 
+// How --pp splits the layers: the first L mod p stages take one layer more (ceil(L/p)), the rest
+// floor(L/p). "32 layers over 7 stages: 4 × 5 + 3 × 4" ("8 layers over 4 stages: 4 × 2").
+std::string pp_split(const TrainingSetup& s) {
+  const std::int64_t L = s.model.layers, p = s.pp, big = L % p, small = p - big;
+  std::string text = std::to_string(L) + " layers over " + std::to_string(p) + " stages: ";
+  if (big > 0) text += std::to_string(big) + " × " + std::to_string(L / p + 1) + (small > 0 ? " + " : "");
+  if (small > 0) text += std::to_string(small) + " × " + std::to_string(L / p);
+  return text;
+}
+
 double gib(std::int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1ll << 30); }
 
 // The exact count of this course's layer is defined for one rank without TP/CP sharding.
@@ -116,6 +127,7 @@ void print_json(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEst
   j.field("recompute", recompute_name(s.recompute)).field("fp32_grad_accum", s.fp32_grad_accum);
   j.field("dp", s.dp).field("zero", s.zero).field("tp", s.tp).field("sp", s.sp).field("cp", s.cp);
   j.field("pp", s.pp).field("ep", s.ep);
+  if (s.pp > 1) j.field("pp_layer_split", pp_split(s));
   j.field("num_parameters", c.num_parameters());
   j.field("num_parameters_playbook_formula", playbook_num_parameters(c));
   j.field("parameters_per_rank", parameters_per_rank(s));
@@ -153,7 +165,11 @@ void print_table(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEs
               static_cast<long long>(s.cp), static_cast<long long>(s.pp), static_cast<long long>(s.ep));
   std::printf("parameters  N = %lld (exact for this architecture); playbook formula h·v + L·(12h² + 13h) + 2h = %lld\n",
               static_cast<long long>(c.num_parameters()), static_cast<long long>(playbook_num_parameters(c)));
-  std::printf("            on this rank (after TP/PP, before ZeRO): %lld\n\n", static_cast<long long>(parameters_per_rank(s)));
+  std::printf("            on this rank (after TP/PP, before ZeRO): %lld\n", static_cast<long long>(parameters_per_rank(s)));
+  if (s.pp > 1)
+    std::printf("pipeline    %s; the numbers are for the first stage (%lld layers)\n", pp_split(s).c_str(),
+                static_cast<long long>(layers_on_first_stage(s)));
+  std::printf("\n");
 
   std::printf("  %-13s %18s %10s\n", "per rank", "bytes", "GiB");
   print_row("parameters", m.parameters,
@@ -174,9 +190,10 @@ void print_table(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEs
               s.pp > 1 ? " PP: the first stage, p micro-batches in flight (1F1B)." : "");
   if (course_count_applies(s)) {
     const std::int64_t layer = course_layer_activation_bytes(c, s.seq, s.mbs, s.recompute, s.activation_element_bytes());
-    std::printf("  this course's decoder layer keeps exactly %lld B (%.2f GiB for %lld layers).\n",
-                static_cast<long long>(layer), gib(layer * layers_on_first_stage(s) * microbatches_in_flight(s)),
-                static_cast<long long>(layers_on_first_stage(s) * microbatches_in_flight(s)));
+    const std::int64_t layers = layers_on_first_stage(s), in_flight = microbatches_in_flight(s);
+    std::printf("  this course's decoder layer keeps exactly %lld B (%.2f GiB for %lld layer(s) x %lld micro-batch(es)).\n",
+                static_cast<long long>(layer), gib((Count(layer) * layers * in_flight).value()),
+                static_cast<long long>(layers), static_cast<long long>(in_flight));
   }
   std::printf("\nFLOPs per step (%lld tokens = mbs x seq x dp; 6N + 12·L·h·s per token):\n",
               static_cast<long long>(f.tokens));
@@ -184,11 +201,22 @@ void print_table(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEs
               f.hardware());
 }
 
-void list_models() {
+void list_models(bool json) {
+  JsonWriter j;
+  j.begin_array();
   for (const std::string& name : ModelConfig::builtin_names()) {
     const ModelConfig c = ModelConfig::builtin(name);
-    std::printf("%-52s N = %lld\n", c.str().c_str(), static_cast<long long>(c.num_parameters()));
+    if (!json) {
+      std::printf("%-52s N = %lld\n", c.str().c_str(), static_cast<long long>(c.num_parameters()));
+      continue;
+    }
+    j.begin_object().field("model", c.name).field("layers", c.layers).field("hidden", c.hidden);
+    j.field("heads", c.heads).field("kv_heads", c.kv_heads).field("ffn", c.ffn).field("vocab", c.vocab);
+    j.field("tied", c.tied_embeddings).field("max_seq", c.max_seq).field("num_parameters", c.num_parameters());
+    j.end_object();
   }
+  j.end_array();
+  if (json) std::cout << j.str() << '\n';
 }
 
 int calc_main(int argc, char** argv) {
@@ -199,7 +227,7 @@ int calc_main(int argc, char** argv) {
     return 0;
   }
   if (cli.get_flag("list-models")) {
-    list_models();
+    list_models(cli.get_flag("json"));
     return 0;
   }
   if (cli.given("sweep")) {
@@ -214,10 +242,15 @@ int calc_main(int argc, char** argv) {
   }
   if (cli.given("csv")) throw UsageError("--csv only goes with --sweep");
   const TrainingSetup setup = setup_from_cli(cli);
-  const MemoryBreakdown memory = memory_per_rank(setup);
-  const FlopsEstimate flops = flops_per_step(setup);
-  if (cli.get_flag("json")) print_json(setup, memory, flops);
-  else print_table(setup, memory, flops);
+  try {
+    const MemoryBreakdown memory = memory_per_rank(setup);
+    const FlopsEstimate flops = flops_per_step(setup);
+    if (cli.get_flag("json")) print_json(setup, memory, flops);
+    else print_table(setup, memory, flops);
+  } catch (const OverflowError& e) {
+    throw UsageError(std::string("this configuration's counts do not fit in 64-bit integers (") + e.what() +
+                     "); use a smaller --seq, --mbs or model");
+  }
   return 0;
 }
 

@@ -1,12 +1,14 @@
 #include "common/calc/flops_model.hpp"
 
+#include "common/checked_math.hpp"
+
 namespace usp::calc {
 
 FlopsEstimate flops_per_step(const TrainingSetup& setup) {
   setup.validate();
   const ModelConfig& c = setup.model;
   FlopsEstimate f;
-  f.tokens = setup.mbs * setup.seq * setup.dp;
+  f.tokens = (Count(setup.mbs) * setup.seq * setup.dp).value();
   const double tokens = static_cast<double>(f.tokens);
   const double n = static_cast<double>(c.num_parameters());
   // L·h·s: per token, one layer's q·kᵀ (or probs·v) costs 2·h·s FLOPs forward.

@@ -49,6 +49,8 @@ struct MemoryBreakdown {
   std::int64_t master_weights = 0;  // the part of `optimizer` that is fp32 master weights
   std::int64_t activations = 0;
   std::int64_t total() const { return parameters + gradients + optimizer + activations; }
+  // total(), throwing OverflowError when the sum does not fit in 64 bits.
+  std::int64_t checked_total() const;
 };
 
 // Bytes per parameter of each state, before ZeRO (see the table above).

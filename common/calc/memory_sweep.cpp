@@ -1,9 +1,9 @@
 #include "common/calc/memory_sweep.hpp"
 
-#include <fstream>
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/io/output_file.hpp"
 #include "common/json.hpp"
 
 namespace usp::calc {
@@ -59,12 +59,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows) {
 }
 
 void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows) {
-  if (auto slash = path.find_last_of('/'); slash != std::string::npos && slash > 0)
-    make_dirs(path.substr(0, slash));
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write " + path);
-  f << sweep_csv(rows);
-  if (!f) throw Error("error while writing " + path);
+  write_file_atomic(path, sweep_csv(rows));
 }
 
 MemorySweep figure_memory_vs_seq() {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/io/json_value.hpp"
+#include "common/io/output_file.hpp"
 #include "common/io/safetensors.hpp"
 #include "common/json.hpp"
 
@@ -31,21 +32,6 @@ std::string need_file(const std::string& dir, const char* file, const char* hint
   const std::string path = in_dir(dir, file);
   if (!fs::is_regular_file(path, ec)) throw UsageError(who(dir) + " has no " + file + hint);
   return path;
-}
-
-// Writes text to path through path.tmp and a rename (no half-written file under the name).
-void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot create '" + tmp + "'");
-    out << text;
-    out.flush();
-    if (!out) throw Error("cannot write '" + tmp + "' (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw Error("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
 }
 
 // The shortest decimal that reads back as the same double ("1e-05", "0.02"; integral values
@@ -180,7 +166,7 @@ void save_checkpoint(const std::string& dir, const ParamStore& params, const Ada
   for (std::size_t i = 0; i < params.infos().size(); ++i)
     tensors.push_back({params.infos()[i].name, params.param(static_cast<int>(i))});
   write_safetensors(in_dir(dir, kModelFile), tensors, {{"format", "pt"}});
-  write_text_file(in_dir(dir, kConfigFile), hf_config_json(params.config(), params.dtype()));
+  write_file_atomic(in_dir(dir, kConfigFile), hf_config_json(params.config(), params.dtype()));
 
   std::error_code ec;
   if (opt) {
@@ -212,7 +198,7 @@ void save_checkpoint(const std::string& dir, const ParamStore& params, const Ada
     w.field("global_batch", state->global_batch);
     w.key("losses").array(state->losses);  // shortest round-trip text: every double reads back exactly
     w.end_object();
-    write_text_file(in_dir(dir, kTrainerFile), w.str() + "\n");
+    write_file_atomic(in_dir(dir, kTrainerFile), w.str() + "\n");
   } else {
     fs::remove(in_dir(dir, kTrainerFile), ec);
   }
@@ -341,6 +327,17 @@ void load_optimizer(const std::string& dir, AdamW& opt) {
   opt.set_step_count(meta_int(file, dir, "step"));
 }
 
+namespace {
+// The values a trainer state can hold (a step count, a sequence length, a batch size); anything
+// else is a damaged or hand-edited file, said clearly rather than trained on.
+void check_trainer_state(const std::string& dir, const TrainerState& s) {
+  const std::string file = who(dir) + ": trainer_state.json: ";
+  if (s.step < 0) throw UsageError(file + "step must be >= 0, got " + std::to_string(s.step));
+  if (s.seq < 1) throw UsageError(file + "seq must be >= 1, got " + std::to_string(s.seq));
+  if (s.global_batch < 1) throw UsageError(file + "global_batch must be >= 1, got " + std::to_string(s.global_batch));
+}
+}  // namespace
+
 TrainerState load_trainer_state(const std::string& dir) {
   const JsonValue root = read_json_file(need_file(dir, kTrainerFile, " (it was saved without a trainer state)"));
   auto field = [&](const char* key) -> const JsonValue& {
@@ -363,6 +360,7 @@ TrainerState load_trainer_state(const std::string& dir) {
     if (msg.rfind(who(dir), 0) == 0) throw;
     throw UsageError(who(dir) + ": trainer_state.json: " + msg);
   }
+  check_trainer_state(dir, s);
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/io/json_value.hpp"
+#include "common/io/output_file.hpp"
 #include "common/json.hpp"
 
 namespace usp {
@@ -95,29 +96,19 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   std::string prefix;
   put_u64_le(prefix, json.size());
 
-  const std::filesystem::path final_path(path);
-  if (final_path.has_parent_path()) make_dirs(final_path.parent_path().string());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot create " + quoted(tmp));
-    out.write(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-    out.write(json.data(), static_cast<std::streamsize>(json.size()));
-    for (const auto& t : tensors) {
-      if (t.tensor.nbytes() == 0) continue;
-      if (t.tensor.device().is_cpu()) {
-        out.write(static_cast<const char*>(t.tensor.raw()), static_cast<std::streamsize>(t.tensor.nbytes()));
-      } else {
-        const Tensor host = t.tensor.to(Device::cpu(), MemCategory::Temporary);
-        out.write(static_cast<const char*>(host.raw()), static_cast<std::streamsize>(host.nbytes()));
-      }
+  AtomicFile out(path);
+  out.write(prefix);
+  out.write(json);
+  for (const auto& t : tensors) {
+    if (t.tensor.nbytes() == 0) continue;
+    if (t.tensor.device().is_cpu()) {
+      out.write({static_cast<const char*>(t.tensor.raw()), t.tensor.nbytes()});
+    } else {
+      const Tensor host = t.tensor.to(Device::cpu(), MemCategory::Temporary);
+      out.write({static_cast<const char*>(host.raw()), host.nbytes()});
     }
-    out.flush();
-    if (!out) throw Error("cannot write " + quoted(tmp) + " (disk full?)");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cannot rename " + quoted(tmp) + " to '" + path + "': " + ec.message());
+  out.commit();
 }
 
 // ---- reading -------------------------------------------------------------------------------

@@ -2,21 +2,24 @@
 
 #include <sstream>
 
+#include "common/checked_math.hpp"
 #include "common/error.hpp"
 
 namespace usp {
 
 void ModelConfig::validate() const {
-  auto positive = [&](std::int64_t v, const char* what) {
-    if (v < 1) throw UsageError(std::string("model: ") + what + " must be >= 1, got " + std::to_string(v));
+  auto in_range = [&](std::int64_t v, const char* what, std::int64_t max) {
+    if (v < 1 || v > max)
+      throw UsageError(std::string("model: ") + what + " must be between 1 and " + std::to_string(max) + ", got " +
+                       std::to_string(v));
   };
-  positive(vocab, "vocab");
-  positive(hidden, "hidden");
-  positive(layers, "layers");
-  positive(heads, "heads");
-  positive(kv_heads, "kv-heads");
-  positive(ffn, "ffn");
-  positive(max_seq, "max-seq");
+  in_range(vocab, "vocab", kMaxVocab);
+  in_range(hidden, "hidden", kMaxHidden);
+  in_range(layers, "layers", kMaxLayers);
+  in_range(heads, "heads", kMaxHeads);
+  in_range(kv_heads, "kv-heads", kMaxHeads);
+  in_range(ffn, "ffn", kMaxFfn);
+  in_range(max_seq, "max-seq", kMaxSeq);
   if (hidden % heads != 0)
     throw UsageError("model: heads (" + std::to_string(heads) + ") must divide hidden (" +
                      std::to_string(hidden) + ")");
@@ -31,12 +34,12 @@ void ModelConfig::validate() const {
 }
 
 std::int64_t ModelConfig::params_per_layer() const {
-  const std::int64_t h = hidden, d = head_dim();
-  return h * heads * d + 2 * h * kv_heads * d + heads * d * h + 3 * h * ffn + 2 * h;
+  const Count h = hidden, d = head_dim();
+  return (h * heads * d + 2 * h * kv_heads * d + Count(heads) * d * h + 3 * h * ffn + 2 * h).value();
 }
 
 std::int64_t ModelConfig::num_parameters() const {
-  return vocab * hidden * (tied_embeddings ? 1 : 2) + layers * params_per_layer() + hidden;
+  return (Count(vocab) * hidden * (tied_embeddings ? 1 : 2) + Count(layers) * params_per_layer() + hidden).value();
 }
 
 namespace {

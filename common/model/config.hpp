@@ -29,8 +29,17 @@ struct ModelConfig {
   std::int64_t q_dim() const { return heads * head_dim(); }      // = hidden
   std::int64_t kv_dim() const { return kv_heads * head_dim(); }
 
-  // Throws UsageError naming the first inconsistency (heads must divide hidden, kv_heads
-  // must divide heads, head_dim must be even for RoPE, every size >= 1).
+  // The largest sizes accepted (from flags or config.json): far above any real model, small
+  // enough that every parameter, element and byte count of the model fits in 64 bits.
+  static constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
+  static constexpr std::int64_t kMaxHidden = std::int64_t{1} << 20;
+  static constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
+  static constexpr std::int64_t kMaxHeads = std::int64_t{1} << 14;
+  static constexpr std::int64_t kMaxFfn = std::int64_t{1} << 22;
+  static constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
+
+  // Throws UsageError naming the first inconsistency (every size in [1, its kMax above], heads
+  // must divide hidden, kv_heads must divide heads, head_dim must be even for RoPE).
   void validate() const;
 
   // Exact parameter count of this architecture (what ParamStore allocates):

@@ -1,5 +1,7 @@
 #include "common/train/training_flags.hpp"
 
+#include "common/checked_math.hpp"
+#include "common/device.hpp"
 #include "common/error.hpp"
 
 namespace usp {
@@ -19,13 +21,43 @@ void add_training_flags(Cli& cli, const TrainingDefaults& d) {
   cli.add_string("data", "synthetic", "training data: synthetic (Markov corpus with a known entropy floor) or text:FILE (bytes)");
   cli.add_choice("precision", "fp32", {"fp32", "bf16"},
                  "parameters, gradients and activations in fp32, or bf16 with fp32 master weights");
-  cli.add_choice("recompute", "none", {"none", "selective", "full"}, "activation recomputation");
+  cli.add_choice("recompute", "none", d.recompute_modes, "activation recomputation");
   cli.add_float("lr", d.lr, "AdamW learning rate", 1e-12, 10.0);
   cli.add_float("weight-decay", 0.1, "AdamW decoupled weight decay", 0.0, 10.0);
   cli.add_steps(d.steps);
 }
 
+void require_cpu_training(const Cli& cli) {
+  const std::string& device = cli.get_string("device");
+  if (device != "auto" && parse_device(device).is_cuda())
+    throw UsageError("--device " + device +
+                     ": the training chapters run the model on the CPU (its CUDA path is not implemented yet); "
+                     "use --device cpu or leave it at auto");
+  const std::string& backend = cli.get_string("backend");
+  if (backend != "auto" && backend != "mpi")
+    throw UsageError("--backend " + backend +
+                     " serves CUDA tensors, but the training chapters run on CPU ranks: use --backend mpi or "
+                     "leave it at auto");
+}
+
+std::int64_t resolve_grad_acc(const Cli& cli, std::int64_t mbs, std::int64_t dp) {
+  const std::int64_t grad_acc = cli.get_int("grad-acc"), gbs = cli.get_int("global-batch");
+  if (gbs <= 0) return grad_acc;
+  const std::int64_t per_step = checked_mul(mbs, dp);
+  const std::string per_step_text =
+      "mbs × dp = " + std::to_string(mbs) + " × " + std::to_string(dp) + " = " + std::to_string(per_step);
+  if (gbs % per_step != 0)
+    throw UsageError("--global-batch " + std::to_string(gbs) + " is not a multiple of " + per_step_text +
+                     " (global batch = mbs × grad-acc × dp)");
+  if (cli.given("grad-acc") && gbs != checked_mul(per_step, grad_acc))
+    throw UsageError("--global-batch " + std::to_string(gbs) + " does not equal mbs × grad-acc × dp = " +
+                     std::to_string(mbs) + " × " + std::to_string(grad_acc) + " × " + std::to_string(dp) + " = " +
+                     std::to_string(checked_mul(per_step, grad_acc)) + " (give one of the two)");
+  return gbs / per_step;
+}
+
 TrainingConfig training_config_from(const Cli& cli) {
+  require_cpu_training(cli);
   TrainingConfig s;
   s.model = ModelConfig::builtin(cli.get_string("model"));
   auto override_dim = [&](const char* flag, std::int64_t& field) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/cli.hpp"
 #include "common/data/dataset.hpp"
@@ -39,12 +40,27 @@ struct TrainingDefaults {
   std::int64_t mbs = 8;
   std::int64_t steps = 10;
   double lr = 3e-3;
+  // The --recompute modes the chapter supports (chapter 01 measures the layer without
+  // recomputation, so it offers only "none").
+  std::vector<std::string> recompute_modes = {"none", "selective", "full"};
 };
 
 void add_training_flags(Cli& cli, const TrainingDefaults& defaults = {});
 // Reads the flags back (after parse); UsageError for inconsistent shapes (e.g. heads not
-// dividing hidden, seq above the model's max_seq).
+// dividing hidden, seq above the model's max_seq), and for a --device or --backend the training
+// chapters cannot honour (see require_cpu_training).
 TrainingConfig training_config_from(const Cli& cli);
+
+// The training chapters run the model on CPU ranks (its CUDA path is not implemented yet), so a
+// flag that asks for anything else is an error, never silently ignored: --device must be auto
+// or cpu (an unknown device, or cuda without a visible GPU, says so), --backend auto or mpi.
+void require_cpu_training(const Cli& cli);
+
+// Micro-batches per rank per optimizer step, from --grad-acc and --global-batch (the playbook's
+// global batch = mbs × grad-acc × dp). --global-batch G > 0 must be a multiple of mbs × dp and
+// sets grad-acc = G / (mbs × dp); given together with --grad-acc, it must equal
+// mbs × grad-acc × dp. UsageError otherwise. For the chapters that declare both flags.
+std::int64_t resolve_grad_acc(const Cli& cli, std::int64_t mbs, std::int64_t dp);
 // The dataset of --data, checked against the model (its vocabulary must fit) and the sequence
 // length (a text file must hold seq + 1 bytes); UsageError otherwise.
 std::unique_ptr<Dataset> open_training_data(const TrainingConfig& cfg);

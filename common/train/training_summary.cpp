@@ -1,5 +1,6 @@
 #include "common/train/training_summary.hpp"
 
+#include "common/io/output_file.hpp"
 #include "common/json.hpp"
 
 namespace usp {
@@ -67,7 +68,7 @@ void write_training_summary(Communicator& world, const std::string& path, const 
   j.key("flags").raw(s.flags_json);
   j.key("results").raw(s.chapter_json);
   j.end_object();
-  j.write_file(path);
+  write_file_atomic(path, j.str() + "\n");  // complete or absent; a failed write is an error
 }
 
 }  // namespace usp

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bad_inputs.sh TABLE BIN_DIR [MPIEXEC...]
+# Runs every case of TABLE (bad_inputs.table: "ranks | exit | message | command") and checks
+# that each one exits with the expected status within 10 s and prints exactly one
+# "error:"/"fatal:" line (with or without a "[rank r] " prefix), which contains the message.
+#
+# In a command, "@name" is the executable BIN_DIR/name, started under MPIEXEC -np RANKS when
+# RANKS > 0 (and MPIEXEC is given), directly when RANKS is 0; $FIX is a scratch directory with
+# the fixtures made below. Commands run under bash in $FIX, so "ulimit -f 1; @..." and relative
+# paths work (the core's writers ignore SIGXFSZ: past the limit a write fails with EFBIG, as on
+# a full disk, and the program must say so).
+# Prints one line per case and a summary; exits 1 if any case failed.
+set -u
+table=$(realpath "$1"); bin=$(realpath "$2"); shift 2
+mpiexec=("$@")
+limit=10
+
+FIX=$(mktemp -d "${TMPDIR:-/tmp}/usp_bad_inputs.XXXXXX")
+trap 'rm -rf "$FIX"' EXIT
+export FIX
+
+# ---- fixtures ----------------------------------------------------------------------------------
+echo "not a directory" > "$FIX/a_file"
+ln -s /dev/full "$FIX/full.csv"
+printf 'hello\n' > "$FIX/short.txt"
+llama_config() {  # llama_config DIR VOCAB: a usp-tiny config.json with the given vocab_size
+  mkdir -p "$1"
+  cat > "$1/config.json" <<EOF
+{"model_type": "llama", "hidden_act": "silu", "vocab_size": $2, "hidden_size": 64,
+ "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+ "intermediate_size": 192, "max_position_embeddings": 4096, "torch_dtype": "float32"}
+EOF
+}
+llama_config "$FIX/huge_vocab" 1000000000000000
+llama_config "$FIX/no_weights" 256
+mkdir -p "$FIX/broken_json" && printf '{"vocab_size": ' > "$FIX/broken_json/config.json"
+mkdir -p "$FIX/negative_step"
+cat > "$FIX/negative_step/trainer_state.json" <<EOF
+{"step": -3, "seed": 1234, "data": "synthetic", "seq": 128, "global_batch": 4, "losses": []}
+EOF
+
+# ---- cases -------------------------------------------------------------------------------------
+trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
+
+passed=0; failed=0; n=0
+while IFS= read -r line || [ -n "$line" ]; do
+  case "$line" in '#'* | '') continue ;; esac
+  IFS='|' read -r ranks want message command <<< "$line"
+  ranks=$(trim "$ranks"); want=$(trim "$want"); message=$(trim "$message"); command=$(trim "$command")
+  n=$((n + 1))
+  launch="$bin/"
+  if [ "$ranks" -gt 0 ] && [ ${#mpiexec[@]} -gt 0 ]; then launch="${mpiexec[*]} -np $ranks --oversubscribe $bin/"; fi
+  script=${command//@/$launch}
+  start=$(date +%s%N)
+  out=$(cd "$FIX" && timeout --kill-after=3 "$limit" bash -c "$script" 2>&1 < /dev/null); rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  lines=$(printf '%s\n' "$out" | grep -E '(^|\] )(error|fatal): ')
+  count=$(printf '%s' "$lines" | grep -c '' || true)
+  why=""
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then why="hung (no exit within ${limit}s)"
+  elif [ "$rc" -ne "$want" ]; then why="exit $rc, expected $want"
+  elif [ "$count" -ne 1 ]; then why="$count error:/fatal: lines, expected exactly one"
+  elif ! printf '%s' "$lines" | grep -qF -- "$message"; then why="the error line lacks '$message'"
+  fi
+  if [ -z "$why" ]; then
+    passed=$((passed + 1)); printf 'ok    %6d ms  %s\n' "$ms" "$command"
+  else
+    failed=$((failed + 1)); printf 'FAIL  %6d ms  %s\n      %s\n' "$ms" "$command" "$why"
+    printf '%s\n' "$out" | tail -n 8 | sed 's/^/      | /'
+  fi
+done < "$table"
+
+echo "bad inputs: $passed of $n cases passed"
+[ "$failed" -eq 0 ] && [ "$n" -gt 0 ]
