@@ -241,6 +241,12 @@ double Cli::get_float(const std::string& name) const { return find(name, Kind::r
 const std::string& Cli::get_string(const std::string& name) const { return find(name, Kind::text).text; }
 bool Cli::get_flag(const std::string& name) const { return find(name, Kind::flag).flag; }
 
+bool Cli::declared(const std::string& name) const {
+  for (const Option& o : options_)
+    if (o.name == name) return true;
+  return false;
+}
+
 bool Cli::given(const std::string& name) const {
   for (const Option& o : options_)
     if (o.name == name) return o.given;

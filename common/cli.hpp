@@ -46,6 +46,7 @@ class Cli {
   const std::string& get_string(const std::string& name) const;  // strings and choices
   bool get_flag(const std::string& name) const;
   bool given(const std::string& name) const;  // set on the command line, not defaulted
+  bool declared(const std::string& name) const;  // the program has this flag at all
   // The parsed values as one JSON object {"name": value, ...} in declaration order, for
   // summary.json: integers as integers, reals as numbers, switches as booleans, else strings.
   std::string values_json() const;

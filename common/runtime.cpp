@@ -10,6 +10,7 @@
 #include "common/comm/backends.hpp"
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
+#include "common/io/output_file.hpp"
 
 #if defined(USP_HAVE_MPI)
 #include <mpi.h>
@@ -233,6 +234,12 @@ bool Runtime::parse(Cli& cli, int argc, const char* const* argv) {
     if (is_root()) std::cout << cli.help() << std::flush;
     return false;
   }
+  // The results directory is checked before any work: empty, not creatable or not writable is a
+  // usage error now, not a failure after minutes of training. Rank 0 writes the results.
+  if (cli.declared("out"))
+    agree([&] {
+      if (is_root()) require_output_dir(cli.get_string("out"));
+    });
   return true;
 }
 

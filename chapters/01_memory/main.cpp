@@ -38,7 +38,7 @@ using namespace usp::ch01;
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch01_memory", "memory of one training step: parameters, gradients, optimizer states, activations");
   cli.add_common("out/01_memory");
-  add_training_flags(cli, {"usp-small", 128, 8, 3, 3e-3});
+  add_training_flags(cli, {"usp-small", 128, 8, 3, 3e-3, {"none"}});
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli);
   const TrainingConfig& cfg = in.config;

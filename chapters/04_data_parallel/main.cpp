@@ -54,33 +54,14 @@ struct Setup {
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
 Setup read_setup(Runtime& rt, const Cli& cli) {
   Setup s{agree_training_inputs(rt, cli)};
-  const std::string device = cli.get_string("device"), backend = cli.get_string("backend");
-  rt.require(device == "auto" || device == "cpu",
-             "chapter 04 trains on CPU ranks (the model has no CUDA path yet): use --device cpu or leave it at auto");
-  rt.require(backend == "auto" || backend == "mpi", "chapter 04 uses the MPI backend: use --backend mpi or leave it at auto");
-
   const double bucket_mb = cli.get_float("bucket-mb");
   s.bucket_cap = static_cast<std::int64_t>(std::llround(bucket_mb * kMiB));
   rt.require(bucket_mb > 0 && s.bucket_cap >= 1,
              "--bucket-mb must be > 0 (the bucket cap in MiB; 0.25 is 256 KiB), got " + text_of(bucket_mb));
 
   // global batch = mbs × grad-acc × dp (the playbook's gbs = mbs × grad_acc × dp).
-  const std::int64_t dp = rt.size(), mbs = s.in.config.mbs, gbs = cli.get_int("global-batch");
-  s.grad_acc = cli.get_int("grad-acc");
-  if (gbs > 0) {
-    const std::string per_step = "mbs × dp = " + std::to_string(mbs) + " × " + std::to_string(dp) + " = " +
-                                 std::to_string(mbs * dp);
-    rt.require(gbs % (mbs * dp) == 0, "--global-batch " + std::to_string(gbs) + " is not a multiple of " + per_step +
-                                          " (global batch = mbs × grad-acc × dp)");
-    if (cli.given("grad-acc")) {
-      rt.require(gbs == mbs * s.grad_acc * dp,
-                 "--global-batch " + std::to_string(gbs) + " does not equal mbs × grad-acc × dp = " + std::to_string(mbs) +
-                     " × " + std::to_string(s.grad_acc) + " × " + std::to_string(dp) + " = " +
-                     std::to_string(mbs * s.grad_acc * dp));
-    } else {
-      s.grad_acc = gbs / (mbs * dp);
-    }
-  }
+  const std::int64_t dp = rt.size(), mbs = s.in.config.mbs;
+  rt.agree([&] { s.grad_acc = resolve_grad_acc(cli, mbs, dp); });
   s.global_batch = mbs * s.grad_acc * dp;
   const std::string mode = cli.get_string("dp-mode");
   s.modes = mode == "all" ? all_dp_modes() : std::vector<DpMode>{parse_dp_mode(mode)};

@@ -69,13 +69,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     if (fp32_accum && cfg.dtype != DType::bf16)
       throw UsageError("--fp32-grad-accum needs --precision bf16 (fp32 gradients already accumulate in fp32)");
     s.stages = parse_stages(cli.get_string("zero"), cli.get_string("prefetch"), fp32_accum);
-    s.grad_acc = cli.get_int("grad-acc");
-    if (const std::int64_t g = cli.get_int("global-batch"); g > 0) {
-      if (g % (cfg.mbs * dp) != 0)
-        throw UsageError("--global-batch " + std::to_string(g) + " is not a multiple of mbs × dp = " +
-                         std::to_string(cfg.mbs) + " × " + std::to_string(dp) + " = " + std::to_string(cfg.mbs * dp));
-      s.grad_acc = g / (cfg.mbs * dp);
-    }
+    s.grad_acc = resolve_grad_acc(cli, cfg.mbs, dp);
   });
   return s;
 }
