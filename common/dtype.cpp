@@ -1,5 +1,6 @@
 #include "common/dtype.hpp"
 
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 
 namespace usp {
@@ -13,23 +14,17 @@ std::size_t dtype_size(DType t) {
   throw Error("dtype_size: unknown dtype");
 }
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "f16";
-    case DType::e4m3: return "e4m3";
-    case DType::e5m2: return "e5m2";
-    case DType::i32: return "i32";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<DType, 6> kDTypeNames{{{{DType::f32, "f32"},
+                                            {DType::bf16, "bf16"},
+                                            {DType::f16, "f16"},
+                                            {DType::e4m3, "e4m3"},
+                                            {DType::e5m2, "e5m2"},
+                                            {DType::i32, "i32"}}}};
+}  // namespace
 
-DType parse_dtype(const std::string& s) {
-  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::e4m3, DType::e5m2, DType::i32})
-    if (s == dtype_name(t)) return t;
-  throw UsageError("unknown dtype '" + s + "' (expected f32, bf16, f16, e4m3, e5m2 or i32)");
-}
+const char* dtype_name(DType t) { return kDTypeNames.name(t); }
+DType parse_dtype(const std::string& s) { return kDTypeNames.parse(s, "dtype"); }
 
 bool dtype_is_float(DType t) { return t != DType::i32; }
 

@@ -1,26 +1,23 @@
 #include "chapters/04_data_parallel/gradient_sync.hpp"
 
-#include "common/error.hpp"
+#include "common/enum_names.hpp"
 
 namespace usp::ch04 {
 
-const char* dp_mode_name(DpMode mode) {
-  switch (mode) {
-    case DpMode::naive: return "naive";
-    case DpMode::overlap: return "overlap";
-    case DpMode::bucketing: return "bucketing";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<DpMode, 3> kDpModeNames{
+    {{{DpMode::naive, "naive"}, {DpMode::overlap, "overlap"}, {DpMode::bucketing, "bucketing"}}}};
+}  // namespace
 
-DpMode parse_dp_mode(const std::string& name) {
-  for (DpMode m : all_dp_modes())
-    if (name == dp_mode_name(m)) return m;
-  throw UsageError("--dp-mode must be one of naive, overlap, bucketing, all; got " + name);
-}
+const char* dp_mode_name(DpMode mode) { return kDpModeNames.name(mode); }
+DpMode parse_dp_mode(const std::string& name) { return kDpModeNames.parse(name, "--dp-mode"); }
 
 const std::vector<DpMode>& all_dp_modes() {
-  static const std::vector<DpMode> modes = {DpMode::naive, DpMode::overlap, DpMode::bucketing};
+  static const std::vector<DpMode> modes = [] {
+    std::vector<DpMode> out;
+    for (const auto& entry : kDpModeNames.entries) out.push_back(entry.first);
+    return out;
+  }();
   return modes;
 }
 

@@ -19,20 +19,15 @@ std::vector<SweepRow> run_sweep(const MemorySweep& sweep) {
     for (std::int64_t seq : sweep.seqs)
       for (Recompute recompute : sweep.recomputes)
         for (Precision precision : sweep.precisions)
-          for (const SweepLayout& l : sweep.layouts) {
+          for (const ParallelLayout& layout : sweep.layouts) {
             TrainingSetup s;
+            static_cast<ParallelLayout&>(s) = layout;
             s.model = model;
             s.seq = seq;
             s.mbs = sweep.mbs;
             s.recompute = recompute;
             s.precision = precision;
             s.fp32_grad_accum = sweep.fp32_grad_accum && precision == Precision::mixed;
-            s.dp = l.dp;
-            s.zero = l.zero;
-            s.tp = l.tp;
-            s.sp = l.sp;
-            s.cp = l.cp;
-            s.pp = l.pp;
             rows.push_back({s, memory_per_rank(s)});
           }
   }
@@ -83,7 +78,7 @@ MemorySweep figure_zero() {
   s.seqs = kPlaybookSeqs;
   s.layouts.clear();
   for (int stage = 0; stage <= 3; ++stage) {
-    SweepLayout l;
+    ParallelLayout l;
     l.dp = 8;
     l.zero = stage;
     s.layouts.push_back(l);

@@ -18,23 +18,13 @@
 
 namespace usp::calc {
 
-// One parallel layout of a sweep.
-struct SweepLayout {
-  std::int64_t dp = 1;
-  int zero = 0;
-  std::int64_t tp = 1;
-  bool sp = false;
-  std::int64_t cp = 1;
-  std::int64_t pp = 1;
-};
-
 // The product of these lists, in this nesting order (models outermost, layouts innermost).
 struct MemorySweep {
   std::vector<std::string> models;  // built-in names (ModelConfig::builtin)
   std::vector<std::int64_t> seqs;
   std::vector<Recompute> recomputes = {Recompute::none};
   std::vector<Precision> precisions = {Precision::mixed};
-  std::vector<SweepLayout> layouts = {SweepLayout{}};
+  std::vector<ParallelLayout> layouts = {ParallelLayout{}};
   std::int64_t mbs = 1;
   bool fp32_grad_accum = false;
 };

@@ -1,16 +1,16 @@
 #include "common/calc/training_setup.hpp"
 
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 
 namespace usp::calc {
 
-const char* precision_name(Precision p) { return p == Precision::fp32 ? "fp32" : "mixed"; }
+namespace {
+constexpr EnumNames<Precision, 2> kPrecisionNames{{{{Precision::fp32, "fp32"}, {Precision::mixed, "mixed"}}}};
+}  // namespace
 
-Precision parse_precision(const std::string& s) {
-  if (s == "fp32") return Precision::fp32;
-  if (s == "mixed") return Precision::mixed;
-  throw UsageError("precision must be fp32 or mixed, got '" + s + "'");
-}
+const char* precision_name(Precision p) { return kPrecisionNames.name(p); }
+Precision parse_precision(const std::string& s) { return kPrecisionNames.parse(s, "precision"); }
 
 void TrainingSetup::validate() const {
   model.validate();

@@ -20,13 +20,8 @@ enum class Precision { fp32, mixed };
 const char* precision_name(Precision p);
 Precision parse_precision(const std::string& s);  // "fp32" | "mixed"; UsageError otherwise
 
-struct TrainingSetup {
-  ModelConfig model;
-  std::int64_t seq = 4096;
-  std::int64_t mbs = 1;
-  Precision precision = Precision::mixed;
-  Recompute recompute = Recompute::none;
-  bool fp32_grad_accum = false;  // mixed only: an extra fp32 gradient buffer (4N)
+// How the ranks are arranged (a sweep varies just this part of a setup).
+struct ParallelLayout {
   std::int64_t dp = 1;
   int zero = 0;
   std::int64_t tp = 1;
@@ -34,6 +29,16 @@ struct TrainingSetup {
   std::int64_t cp = 1;
   std::int64_t pp = 1;
   std::int64_t ep = 1;
+};
+
+// A setup is a layout (setup.dp, setup.tp, ...) plus the model, batch, format and recomputation.
+struct TrainingSetup : ParallelLayout {
+  ModelConfig model;
+  std::int64_t seq = 4096;
+  std::int64_t mbs = 1;
+  Precision precision = Precision::mixed;
+  Recompute recompute = Recompute::none;
+  bool fp32_grad_accum = false;  // mixed only: an extra fp32 gradient buffer (4N)
 
   // Throws UsageError naming the first impossible choice: sizes < 1, ZeRO stage outside 0..3,
   // tp not dividing the heads / ffn or not compatible with the kv heads, seq not divisible by

@@ -11,6 +11,7 @@
 #include "common/comm/collective_shapes.hpp"
 #include "common/comm/comm_volume.hpp"
 #include "common/comm/watchdog.hpp"
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 
 namespace usp {
@@ -214,11 +215,11 @@ void Communicator::check_peer(const char* op, int peer) const {
 }
 
 CommBackend parse_comm_backend(const std::string& s) {
-  if (s == "auto") return CommBackend::automatic;
-  if (s == "mpi") return CommBackend::mpi;
-  if (s == "nccl") return CommBackend::nccl;
-  if (s == "host-staged") return CommBackend::host_staged;
-  throw UsageError("unknown communication backend '" + s + "' (expected auto, mpi, nccl or host-staged)");
+  static constexpr EnumNames<CommBackend, 4> kBackendNames{{{{CommBackend::automatic, "auto"},
+                                                             {CommBackend::mpi, "mpi"},
+                                                             {CommBackend::nccl, "nccl"},
+                                                             {CommBackend::host_staged, "host-staged"}}}};
+  return kBackendNames.parse(s, "communication backend");
 }
 
 }  // namespace usp

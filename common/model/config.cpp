@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/checked_math.hpp"
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 
 namespace usp {
@@ -96,20 +97,12 @@ std::string ModelConfig::str() const {
   return os.str();
 }
 
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<Recompute, 3> kRecomputeNames{
+    {{{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}}};
+}  // namespace
 
-Recompute parse_recompute(const std::string& s) {
-  if (s == "none") return Recompute::none;
-  if (s == "selective") return Recompute::selective;
-  if (s == "full") return Recompute::full;
-  throw UsageError("recompute must be none, selective or full, got '" + s + "'");
-}
+const char* recompute_name(Recompute r) { return kRecomputeNames.name(r); }
+Recompute parse_recompute(const std::string& s) { return kRecomputeNames.parse(s, "recompute"); }
 
 }  // namespace usp
