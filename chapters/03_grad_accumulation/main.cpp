@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,10 +79,10 @@ struct Training {
   double seconds = 0;
 };
 
-// --resume DIR into params and optimizer; the checkpoint must describe this run: same shape,
-// data, sequence and global batch.
-TrainerState resume_from(Runtime& rt, const std::string& dir, const TrainingConfig& cfg, std::int64_t global_batch,
-                         ParamStore& params, AdamW& optimizer) {
+// --resume DIR: the checkpoint must describe this run (same shape, data, sequence, global batch
+// and seed) and stop before --steps. Checked before any work, so a wrong checkpoint is reported
+// at once rather than after part 1.
+TrainerState check_resume(Runtime& rt, const std::string& dir, const TrainingConfig& cfg, std::int64_t global_batch) {
   TrainerState state;
   rt.agree([&] {
     state = load_trainer_state(dir);
@@ -96,24 +97,28 @@ TrainerState resume_from(Runtime& rt, const std::string& dir, const TrainingConf
     if (state.step >= cfg.steps)
       throw UsageError("--resume " + dir + " is already at step " + std::to_string(state.step) +
                        "; ask for more --steps");
-    load_params(dir, params);
-    load_optimizer(dir, optimizer);
   });
-  std::cout << "  resumed from " << dir << " at step " << state.step << "\n";
   return state;
 }
 
-Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dataset& data, std::int64_t grad_acc) {
+// The training part; with `resume` (checked by check_resume) it continues from that checkpoint.
+Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dataset& data, std::int64_t grad_acc,
+               const std::optional<TrainerState>& resume) {
   ParamStore params(cfg.model, cfg.dtype);
   params.init(cfg.seed);
   Model model(params, cfg.model_options());
   AdamW optimizer(params, cfg.adamw);
   Training run;
-  const std::string resume = cli.get_string("resume"), save = cli.get_string("save");
-  if (!resume.empty()) {
-    const TrainerState state = resume_from(rt, resume, cfg, grad_acc * cfg.mbs, params, optimizer);
-    run.first_step = state.step;
-    run.losses = state.losses;
+  const std::string save = cli.get_string("save");
+  if (resume) {
+    const std::string dir = cli.get_string("resume");
+    rt.agree([&] {
+      load_params(dir, params);
+      load_optimizer(dir, optimizer);
+    });
+    std::cout << "  resumed from " << dir << " at step " << resume->step << "\n";
+    run.first_step = resume->step;
+    run.losses = resume->losses;
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (std::int64_t step = run.first_step; step < cfg.steps; ++step) {
@@ -148,6 +153,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   rt.require(rt.size() == 1, "chapter 03 runs on one device: launch it without mpirun (or with -np 1)");
   const std::string out = cli.get_string("out");
   const std::int64_t grad_acc = cli.get_int("grad-acc");
+  std::optional<TrainerState> resume;
+  if (const std::string dir = cli.get_string("resume"); !dir.empty())
+    resume = check_resume(rt, dir, cfg, grad_acc * cfg.mbs);
   std::cout << "ch03_grad_accumulation: " << cfg.model.str() << ", seq " << cfg.seq << ", micro-batch " << cfg.mbs
             << ", " << dtype_name(cfg.dtype) << "\n\n1. k micro-batches of " << cfg.mbs
             << " vs one batch of k·" << cfg.mbs << " (one AdamW step from the same weights)\n";
@@ -165,7 +173,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
   std::cout << "\n2. training: " << cfg.steps << " steps of " << grad_acc << " micro-batches × " << cfg.mbs
             << " samples (global batch " << grad_acc * cfg.mbs << ")\n";
-  const Training run = train(rt, cli, cfg, *in.data, grad_acc);
+  const Training run = train(rt, cli, cfg, *in.data, grad_acc, resume);
 
   JsonWriter results;
   results.begin_object().key("comparisons");
