@@ -43,7 +43,7 @@ TrainingConfig tiny() {
 TrainingConfig odd_tied() {
   TrainingConfig cfg = tiny();
   cfg.model = testing::small_model(
-      {.name = "odd-tied", .hidden = 6, .layers = 2, .heads = 1, .kv_heads = 1, .ffn = 4, .tied = true});
+      {.name = "odd-tied", .hidden = 6, .layers = 2, .heads = 1, .kv_heads = 1, .ffn = 4, .tied_embeddings = true});
   return cfg;
 }
 

@@ -14,7 +14,7 @@ namespace usp::testing {
 // init_std 0.3: large enough that every path carries a visible gradient.
 inline ModelConfig gradcheck_config(bool tied = false) {
   return small_model({.name = "gradcheck", .vocab = 19, .hidden = 16, .layers = 2, .heads = 4, .kv_heads = 2,
-                      .ffn = 20, .max_seq = 64, .init_std = 0.3, .tied = tied});
+                      .ffn = 20, .max_seq = 64, .init_std = 0.3, .tied_embeddings = tied});
 }
 
 // Random tokens in [0, vocab) from the counter-based RNG: [B, T] i32.

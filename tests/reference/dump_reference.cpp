@@ -39,7 +39,7 @@ constexpr std::int64_t kBatch = 3, kSeq = 17;  // B·T = 51 rows: not a multiple
 ModelConfig reference_config(bool tied) {
   return testing::small_model({.name = tied ? "reference-tied" : "reference", .vocab = 256, .hidden = 64,
                                .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 160, .max_seq = 64,
-                               .init_std = 0.15, .tied = tied});
+                               .init_std = 0.15, .tied_embeddings = tied});
 }
 
 // Norm weights start at 1, where a norm that forgot its weight would look right; move them.
