@@ -27,13 +27,6 @@ struct ZeroTrainer::PendingReduction {
   bool add_to_grads = false;  // landing is a communication buffer to add into the shard
 };
 
-std::vector<Batch> rank_micro_batches(const Dataset& data, std::int64_t step, int rank, std::int64_t k,
-                                      std::int64_t mbs, std::int64_t seq) {
-  std::vector<Batch> out;
-  for (std::int64_t j = 0; j < k; ++j) out.push_back(data.batch(step, (rank * k + j) * mbs, mbs, seq));
-  return out;
-}
-
 ZeroTrainer::ZeroTrainer(Communicator& dp, const TrainingConfig& cfg, ZeroOptions options)
     : dp_(dp), options_(options), ranks_(dp.size()), rank_(dp.rank()), dtype_(cfg.dtype) {
   if (options_.stage < 0 || options_.stage > 3)

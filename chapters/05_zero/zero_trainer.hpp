@@ -52,11 +52,6 @@ struct ZeroOptions {
   bool fp32_grad_accum = false;  // bf16 parameters only
 };
 
-// Rank r's micro-batches of a step: k batches of mbs samples, samples [(r·k + j)·mbs, +mbs) of
-// the step's global batch of N_d·k·mbs (the data rule: docs/ARCHITECTURE.md, principle 1).
-std::vector<Batch> rank_micro_batches(const Dataset& data, std::int64_t step, int rank, std::int64_t k,
-                                      std::int64_t mbs, std::int64_t seq);
-
 class ZeroTrainer {
  public:
   // Builds the rank's share of the model, initialised from cfg.seed (each shard by itself:

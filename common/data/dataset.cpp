@@ -53,4 +53,11 @@ std::unique_ptr<Dataset> make_dataset(const std::string& spec, std::uint64_t see
   throw UsageError("data must be 'synthetic' or 'text:PATH', got '" + spec + "'");
 }
 
+std::vector<Batch> rank_micro_batches(const Dataset& data, std::int64_t step, int rank, std::int64_t k,
+                                      std::int64_t mbs, std::int64_t seq) {
+  std::vector<Batch> out;
+  for (std::int64_t j = 0; j < k; ++j) out.push_back(data.batch(step, (rank * k + j) * mbs, mbs, seq));
+  return out;
+}
+
 }  // namespace usp

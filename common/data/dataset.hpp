@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/tensor.hpp"
 
@@ -55,5 +56,10 @@ std::unique_ptr<Dataset> make_dataset(const std::string& spec, std::uint64_t see
 // Splits inputs/targets out of rows of seq + 1 tokens: samples [count, seq + 1] i32 ->
 // Batch{[count, seq], [count, seq]}.
 Batch split_samples(const Tensor& samples);
+
+// Data-parallel rank r's micro-batches of a step: k batches of mbs samples, samples
+// [(r·k + j)·mbs, +mbs) of the step's global batch of N_d·k·mbs (docs/ARCHITECTURE.md, principle 1).
+std::vector<Batch> rank_micro_batches(const Dataset& data, std::int64_t step, int rank, std::int64_t k,
+                                      std::int64_t mbs, std::int64_t seq);
 
 }  // namespace usp

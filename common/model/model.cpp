@@ -10,15 +10,17 @@ namespace usp {
 
 namespace {
 
-// What a decoder layer keeps for its backward. N = B·T rows; C hidden; Q = H·D; K = G·D; F ffn.
+// What a decoder layer keeps for its backward. N = B·T tokens; n stream rows held (N, or N/t
+// under sequence parallelism); C hidden; Q = H·D; K = G·D; F ffn (H, G, F: this rank's share
+// under tensor parallelism).
 struct LayerSaved {
-  Tensor x;             // [N, C]  the layer input (the residual stream)
-  Tensor h1, rstd1;     // [N, C], [N] f32: input RMSNorm output and 1/rms
+  Tensor x;             // [n, C]  the layer input (the residual stream)
+  Tensor h1, rstd1;     // [n, C], [n] f32: input RMSNorm output and 1/rms
   Tensor q, k, v;       // [N, Q], [N, K], [N, K]: projections, q and k after RoPE
   Tensor probs;         // [B, H, T, T]: attention probabilities (Recompute::none only)
   Tensor a;             // [N, Q]  attention output, the o_proj input
-  Tensor x2;            // [N, C]  residual after attention
-  Tensor h2, rstd2;     // [N, C], [N] f32: post-attention RMSNorm
+  Tensor x2;            // [n, C]  residual after attention
+  Tensor h2, rstd2;     // [n, C], [n] f32: post-attention RMSNorm
   Tensor g, u, z;       // [N, F]  gate, up, silu(g)·u (the down_proj input)
 
   std::int64_t bytes() const {
@@ -31,13 +33,14 @@ struct LayerSaved {
 
 // What the head (final norm, lm_head, loss) keeps.
 struct HeadSaved {
-  Tensor xf;            // [N, C]  the last layer's output
-  Tensor hf, rstdf;     // [N, C], [N] f32: final RMSNorm
-  Tensor logits;        // [N, V]
+  Tensor xf;            // [n, C]  the last layer's output
+  Tensor hf, rstdf;     // [n, C], [n] f32: final RMSNorm
+  Tensor logits;        // [N, V]  (this rank's V/t vocabulary columns under tensor parallelism)
+  Tensor loss_state;    // whatever the loss's backward needs (TensorParallel::loss_forward)
 
   std::int64_t bytes() const {
     std::int64_t n = 0;
-    for (const Tensor* t : {&xf, &hf, &rstdf, &logits})
+    for (const Tensor* t : {&xf, &hf, &rstdf, &logits, &loss_state})
       if (t->defined()) n += static_cast<std::int64_t>(t->nbytes());
     return n;
   }
@@ -93,26 +96,41 @@ LayerParams layer_params(std::int64_t layer) {
   return {base, base + 1, base + 2, base + 3, base + 4, base + 5, base + 6, base + 7, base + 8};
 }
 
+// The layer's sizes on this rank: heads, kv heads and ffn are this rank's share of them (the
+// weights' shard shapes), n the stream rows it holds.
+struct LayerDims {
+  std::int64_t N, n, C, H, G, D, F;
+};
+
+LayerDims layer_dims(const ParamStore& P, const TensorParallel& tp, std::int64_t N) {
+  const ModelConfig& c = P.config();
+  const LayerParams ip = layer_params(0);
+  const std::int64_t D = c.head_dim();
+  return {N, tp.stream_rows(N), c.hidden, P.infos()[ip.q].shape[0] / D, P.infos()[ip.k].shape[0] / D, D,
+          P.infos()[ip.gate].shape[0]};
+}
+
 // One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
 // Fills s with what backward needs, as `keep` says.
-Tensor forward_layer(const ParamStore& P, std::int64_t layer, const Tensor& x, std::int64_t B,
+Tensor forward_layer(const ParamStore& P, TensorParallel& tp, std::int64_t layer, const Tensor& x, std::int64_t B,
                      std::int64_t T, DType adt, Keep keep, const AttentionProbs& make_probs, LayerSaved& s) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(layer);
-  const std::int64_t N = B * T, C = c.hidden, H = c.heads, G = c.kv_heads, D = c.head_dim(), F = c.ffn;
+  const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
   const float eps = static_cast<float>(c.norm_eps);
   // Kept tensors are Activations; the rest are Temporaries freed when this function returns.
   const bool keep_all = keep == Keep::everything || keep == Keep::no_probs;
   const MemCategory cat = keep_all ? MemCategory::Activation : MemCategory::Temporary;
   auto make = [&](Shape shape, DType dt = DType::f32) { return Tensor::empty(shape, dt, cat); };
 
-  Tensor h1 = make({N, C}, adt), rstd1 = make({N});
+  Tensor h1 = make({n, C}, adt), rstd1 = make({n});
   ops::rmsnorm_forward(x, P.param(ip.input_norm), h1, rstd1, eps);
 
   Tensor q = make({N, H * D}, adt), k = make({N, G * D}, adt), v = make({N, G * D}, adt);
-  ops::matmul_forward(h1, P.param(ip.q), q);
-  ops::matmul_forward(h1, P.param(ip.k), k);
-  ops::matmul_forward(h1, P.param(ip.v), v);
+  {
+    std::vector<Tensor> qkv = {q, k, v};
+    tp.column_forward(h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, qkv);
+  }
   Tensor q4 = q.reshape({B, T, H, D}), k4 = k.reshape({B, T, G, D}), v4 = v.reshape({B, T, G, D});
   ops::rope_forward(q4, c.rope_theta);
   ops::rope_forward(k4, c.rope_theta);
@@ -130,19 +148,21 @@ Tensor forward_layer(const ParamStore& P, std::int64_t layer, const Tensor& x, s
     ops::attention_forward(q4, k4, v4, a4, probs);
   }
 
-  Tensor x2 = make({N, C}, adt);
-  ops::matmul_forward(a, P.param(ip.o), x2);
+  Tensor x2 = make({n, C}, adt);
+  tp.row_forward(a, P.param(ip.o), x2);
   ops::add_inplace(x2, x);
 
-  Tensor h2 = make({N, C}, adt), rstd2 = make({N});
+  Tensor h2 = make({n, C}, adt), rstd2 = make({n});
   ops::rmsnorm_forward(x2, P.param(ip.post_norm), h2, rstd2, eps);
   Tensor g = make({N, F}, adt), u = make({N, F}, adt), z = make({N, F}, adt);
-  ops::matmul_forward(h2, P.param(ip.gate), g);
-  ops::matmul_forward(h2, P.param(ip.up), u);
+  {
+    std::vector<Tensor> gu = {g, u};
+    tp.column_forward(h2, {P.param(ip.gate), P.param(ip.up)}, gu);
+  }
   ops::swiglu_forward(g, u, z);
 
-  Tensor y = Tensor::empty({N, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation);
-  ops::matmul_forward(z, P.param(ip.down), y);
+  Tensor y = Tensor::empty({n, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation);
+  tp.row_forward(z, P.param(ip.down), y);
   ops::add_inplace(y, x2);
 
   if (keep != Keep::nothing) s.x = x;
@@ -160,11 +180,11 @@ Tensor forward_layer(const ParamStore& P, std::int64_t layer, const Tensor& x, s
 // One decoder layer backward. dy [N, C] f32 is the gradient of the layer output; on return it
 // holds the gradient of the layer input (the residual stream carries it through in place).
 // Parameter gradients are accumulated; each saved tensor is released once it has been used.
-void backward_layer(ParamStore& P, std::int64_t layer, LayerSaved& s, Tensor& dy, std::int64_t B,
+void backward_layer(ParamStore& P, TensorParallel& tp, std::int64_t layer, LayerSaved& s, Tensor& dy, std::int64_t B,
                     std::int64_t T, const ModelHooks& hooks) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(layer);
-  const std::int64_t N = B * T, C = c.hidden, H = c.heads, G = c.kv_heads, D = c.head_dim(), F = c.ffn;
+  const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
   auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };
   auto ready = [&](int i) { if (hooks.grad_ready) hooks.grad_ready(i); };
 
@@ -172,7 +192,7 @@ void backward_layer(ParamStore& P, std::int64_t layer, LayerSaved& s, Tensor& dy
   {
     Tensor dz = tmp({N, F});
     Tensor dWd = P.grad(ip.down);
-    ops::matmul_backward(dy, s.z, P.param(ip.down), dz, dWd);
+    tp.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
     ready(ip.down);
     s.z = Tensor();
     // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
@@ -180,11 +200,12 @@ void backward_layer(ParamStore& P, std::int64_t layer, LayerSaved& s, Tensor& dy
     ops::swiglu_backward(dz, s.g, s.u, dg, du);
     s.g = Tensor();
     s.u = Tensor();
-    Tensor dh2 = tmp({N, C});
-    Tensor dWu = P.grad(ip.up), dWg = P.grad(ip.gate);
-    ops::matmul_backward(du, s.h2, P.param(ip.up), dh2, dWu);
+    Tensor dh2 = tmp({n, C});
+    {
+      std::vector<Tensor> dW = {P.grad(ip.gate), P.grad(ip.up)};
+      tp.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
+    }
     ready(ip.up);
-    ops::matmul_backward(dg, s.h2, P.param(ip.gate), dh2, dWg, /*accumulate_dx=*/true);
     ready(ip.gate);
     s.h2 = Tensor();
     // h2 = rmsnorm(x2): dx2 = dy (residual) + rmsnorm'(dh2)
@@ -198,7 +219,7 @@ void backward_layer(ParamStore& P, std::int64_t layer, LayerSaved& s, Tensor& dy
   {
     Tensor da = tmp({N, H * D});
     Tensor dWo = P.grad(ip.o);
-    ops::matmul_backward(dy, s.a, P.param(ip.o), da, dWo);
+    tp.row_backward(dy, s.a, P.param(ip.o), da, dWo);
     ready(ip.o);
     s.a = Tensor();
     // a = attention(q, k, v)
@@ -214,13 +235,13 @@ void backward_layer(ParamStore& P, std::int64_t layer, LayerSaved& s, Tensor& dy
       ops::rope_backward(dk4, c.rope_theta);
     }
     // q, k, v = h1·Wqᵀ, h1·Wkᵀ, h1·Wvᵀ (reverse parameter order: v, k, q)
-    Tensor dh1 = tmp({N, C});
-    Tensor dWv = P.grad(ip.v), dWk = P.grad(ip.k), dWq = P.grad(ip.q);
-    ops::matmul_backward(dv, s.h1, P.param(ip.v), dh1, dWv);
+    Tensor dh1 = tmp({n, C});
+    {
+      std::vector<Tensor> dW = {P.grad(ip.q), P.grad(ip.k), P.grad(ip.v)};
+      tp.column_backward({dq, dk, dv}, s.h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, dW, dh1);
+    }
     ready(ip.v);
-    ops::matmul_backward(dk, s.h1, P.param(ip.k), dh1, dWk, /*accumulate_dx=*/true);
     ready(ip.k);
-    ops::matmul_backward(dq, s.h1, P.param(ip.q), dh1, dWq, /*accumulate_dx=*/true);
     ready(ip.q);
     s.q = Tensor();
     s.k = Tensor();
@@ -242,15 +263,20 @@ int final_norm_index(const ParamStore& P) {
                                     : static_cast<int>(P.infos().size()) - 2;
 }
 
-// Head forward: x [N, C] -> logits [N, V] (kept in h.logits when keep is true).
-Tensor forward_head(const ParamStore& P, const Tensor& x, DType adt, bool keep, HeadSaved& h) {
+// Head forward: x [n, C] (the stream rows held) -> logits [N, V] (this rank's vocabulary
+// columns under tensor parallelism), kept in h.logits when keep is true.
+Tensor forward_head(const ParamStore& P, TensorParallel& tp, const Tensor& x, std::int64_t N, DType adt, bool keep,
+                    HeadSaved& h) {
   const ModelConfig& c = P.config();
-  const std::int64_t N = x.dim(0), C = c.hidden, V = c.vocab;
+  const std::int64_t n = x.dim(0), C = c.hidden, V = P.infos()[static_cast<std::size_t>(head_weight_index(P))].shape[0];
   const MemCategory cat = keep ? MemCategory::Activation : MemCategory::Temporary;
-  Tensor hf = Tensor::empty({N, C}, adt, cat), rstdf = Tensor::empty({N}, DType::f32, cat);
+  Tensor hf = Tensor::empty({n, C}, adt, cat), rstdf = Tensor::empty({n}, DType::f32, cat);
   ops::rmsnorm_forward(x, P.param(final_norm_index(P)), hf, rstdf, static_cast<float>(c.norm_eps));
   Tensor logits = Tensor::empty({N, V}, adt, cat);
-  ops::matmul_forward(hf, P.param(head_weight_index(P)), logits);
+  {
+    std::vector<Tensor> out = {logits};
+    tp.column_forward(hf, {P.param(head_weight_index(P))}, out);
+  }
   if (keep) {
     h.xf = x;
     h.hf = hf;
@@ -274,7 +300,13 @@ void check_batch(const ModelConfig& c, const Tensor& inputs, const Tensor& targe
 }  // namespace
 
 Model::Model(ParamStore& params, ModelOptions options)
-    : params_(params), options_(options), impl_(std::make_unique<Impl>()) {
+    : params_(params),
+      options_(options),
+      tp_(options.tensor_parallel ? options.tensor_parallel : &single_device_),
+      impl_(std::make_unique<Impl>()) {
+  USP_CHECK(tp_->size() == params_.layout().tp.size,
+            "Model: the tensor-parallel group has " + std::to_string(tp_->size()) + " ranks but the parameters are a " +
+                std::to_string(params_.layout().tp.size) + "-way shard");
   if (options_.activation_dtype != DType::f32 && options_.activation_dtype != DType::bf16)
     throw UsageError(std::string("activation dtype must be f32 or bf16, got ") + dtype_name(options_.activation_dtype));
   impl_->layers.resize(static_cast<std::size_t>(config().layers));
@@ -304,10 +336,10 @@ double Model::forward(const Tensor& inputs, const Tensor& targets) {
     if (hooks_.after_forward) hooks_.after_forward(u);
   };
 
-  // unit 0: token embedding -> x [N, C], the first layer's input
+  // unit 0: token embedding -> x [n, C], the first layer's input
   std::int64_t b0 = before(0);
-  Tensor x = Tensor::empty({N, c.hidden}, adt, MemCategory::Activation);
-  ops::embedding_forward(inputs.reshape({N}), params_.param(0), x);
+  Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Activation);
+  tp_->embedding_forward(inputs.reshape({N}), params_.param(0), x);
   after(0, b0);
 
   const Keep keep = options_.recompute == Recompute::none        ? Keep::everything
@@ -317,15 +349,15 @@ double Model::forward(const Tensor& inputs, const Tensor& targets) {
     const int u = static_cast<int>(l) + 1;
     b0 = before(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
-    x = forward_layer(params_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
+    x = forward_layer(params_, *tp_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
     saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
     after(u, b0);
   }
 
   const int last = units - 1;
   b0 = before(last);
-  forward_head(params_, x, adt, /*keep=*/true, m.head);
-  const double loss = ops::cross_entropy_forward(m.head.logits, targets.reshape({N}));
+  forward_head(params_, *tp_, x, N, adt, /*keep=*/true, m.head);
+  const double loss = tp_->loss_forward(m.head.logits, targets.reshape({N}), m.head.loss_state);
   saved_bytes_[static_cast<std::size_t>(last)] = m.head.bytes();
   after(last, b0);
 
@@ -347,16 +379,20 @@ void Model::backward(float loss_scale) {
 
   // head: loss -> logits -> final norm
   if (hooks_.before_backward) hooks_.before_backward(last);
-  Tensor dx = Tensor::zeros({N, c.hidden}, DType::f32, MemCategory::Temporary);  // the residual stream's gradient
+  const std::int64_t n = tp_->stream_rows(N);
+  Tensor dx = Tensor::zeros({n, c.hidden}, DType::f32, MemCategory::Temporary);  // the residual stream's gradient
   {
     HeadSaved& h = m.head;
-    Tensor dlogits = Tensor::empty({N, c.vocab}, DType::f32, MemCategory::Temporary);
-    ops::cross_entropy_backward(h.logits, targets, dlogits, loss_scale);
+    Tensor dlogits = Tensor::empty(h.logits.shape(), DType::f32, MemCategory::Temporary);
+    tp_->loss_backward(h.logits, targets, h.loss_state, dlogits, loss_scale);
     h.logits = Tensor();
-    Tensor dhf = Tensor::empty({N, c.hidden}, DType::f32, MemCategory::Temporary);
+    h.loss_state = Tensor();
+    Tensor dhf = Tensor::empty({n, c.hidden}, DType::f32, MemCategory::Temporary);
     const int wi = head_weight_index(params_);
-    Tensor dW = params_.grad(wi);
-    ops::matmul_backward(dlogits, h.hf, params_.param(wi), dhf, dW);
+    {
+      std::vector<Tensor> dW = {params_.grad(wi)};
+      tp_->column_backward({dlogits}, h.hf, {params_.param(wi)}, dW, dhf);
+    }
     if (!c.tied_embeddings) ready(wi);  // a tied head's gradient is final only after the embedding
     dlogits = Tensor();
     h.hf = Tensor();
@@ -378,21 +414,22 @@ void Model::backward(float loss_scale) {
       const std::int64_t r0 = ops::flop_count();
       Tensor input = s.x;
       s.x = Tensor();
-      forward_layer(params_, l, input, m.B, m.T, options_.activation_dtype, Keep::everything,
+      forward_layer(params_, *tp_, l, input, m.B, m.T, options_.activation_dtype, Keep::everything,
                     attention_probs_, s);
       recompute += ops::flop_count() - r0;
     } else if (options_.recompute == Recompute::selective) {
       // The probabilities the forward dropped, rebuilt from the q and k the layer kept: the q·kᵀ
       // product. Without a maker of its own, attention_backward rebuilds them internally.
+      const LayerDims d = layer_dims(params_, *tp_, N);
       if (attention_probs_) {
-        const Tensor q4 = s.q.reshape({m.B, m.T, c.heads, c.head_dim()});
-        const Tensor k4 = s.k.reshape({m.B, m.T, c.kv_heads, c.head_dim()});
+        const Tensor q4 = s.q.reshape({m.B, m.T, d.H, d.D});
+        const Tensor k4 = s.k.reshape({m.B, m.T, d.G, d.D});
         s.probs = stored_as(probs_from(attention_probs_, q4, k4), options_.activation_dtype,
                             MemCategory::Temporary);
       }
-      recompute += 2 * m.B * c.heads * m.T * m.T * c.head_dim();
+      recompute += 2 * m.B * d.H * m.T * m.T * d.D;
     }
-    backward_layer(params_, l, s, dx, m.B, m.T, hooks_);
+    backward_layer(params_, *tp_, l, s, dx, m.B, m.T, hooks_);
     if (hooks_.after_backward) hooks_.after_backward(u);
   }
 
@@ -400,7 +437,7 @@ void Model::backward(float loss_scale) {
   if (hooks_.before_backward) hooks_.before_backward(0);
   {
     Tensor dtable = params_.grad(0);
-    ops::embedding_backward(m.inputs.reshape({N}), dx, dtable);
+    tp_->embedding_backward(m.inputs.reshape({N}), dx, dtable);
     ready(0);
   }
   if (hooks_.after_backward) hooks_.after_backward(0);
@@ -417,14 +454,15 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   check_batch(c, inputs, targets);
   const std::int64_t B = inputs.dim(0), T = inputs.dim(1), N = B * T;
   const DType adt = options_.activation_dtype;
-  Tensor x = Tensor::empty({N, c.hidden}, adt, MemCategory::Temporary);
-  ops::embedding_forward(inputs.reshape({N}), params_.param(0), x);
+  Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary);
+  tp_->embedding_forward(inputs.reshape({N}), params_.param(0), x);
   LayerSaved unused;
   for (std::int64_t l = 0; l < c.layers; ++l)
-    x = forward_layer(params_, l, x, B, T, adt, Keep::nothing, attention_probs_, unused);
+    x = forward_layer(params_, *tp_, l, x, B, T, adt, Keep::nothing, attention_probs_, unused);
   HeadSaved head;
-  Tensor logits = forward_head(params_, x, adt, /*keep=*/false, head);
-  return ops::cross_entropy_forward(logits, targets.reshape({N}));
+  Tensor logits = forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
+  Tensor unused_state;
+  return tp_->loss_forward(logits, targets.reshape({N}), unused_state);
 }
 
 const Tensor& Model::logits() const {

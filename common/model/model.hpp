@@ -24,6 +24,7 @@
 
 #include "common/model/config.hpp"
 #include "common/model/params.hpp"
+#include "common/model/tensor_parallel.hpp"
 #include "common/tensor.hpp"
 
 namespace usp {
@@ -36,6 +37,9 @@ using AttentionProbs = std::function<void(const Tensor& q, const Tensor& k, Tens
 struct ModelOptions {
   Recompute recompute = Recompute::none;
   DType activation_dtype = DType::f32;  // f32 or bf16 (saved activations and layer outputs)
+  // Tensor parallelism (chapter 06): the group's operations, for a ParamStore holding the
+  // matching TpShard. Null: the single-device decoder. Not owned; must outlive the model.
+  TensorParallel* tensor_parallel = nullptr;
 };
 
 // Hooks let later chapters act inside forward and backward without changing the model:
@@ -82,6 +86,7 @@ class Model {
   // Forward without keeping anything (evaluation): the mean loss.
   double evaluate(const Tensor& inputs, const Tensor& targets);
   // The logits [B·T, V] of the last forward (still held until backward); for tests and eval.
+  // Under tensor parallelism: this rank's vocabulary columns [B·T, V/t].
   const Tensor& logits() const;
 
   // Bytes each unit saved in the last forward: the sum of its saved tensors' sizes, what the
@@ -98,6 +103,8 @@ class Model {
   ModelOptions options_;
   ModelHooks hooks_;
   AttentionProbs attention_probs_;
+  SingleDevice single_device_;
+  TensorParallel* tp_;  // options_.tensor_parallel, or &single_device_
   std::unique_ptr<Impl> impl_;
   std::vector<std::int64_t> saved_bytes_, measured_saved_bytes_;
   StepFlops flops_;

@@ -6,13 +6,44 @@
 
 namespace usp {
 
-std::vector<ParamInfo> llama_param_layout(const ModelConfig& c) {
+std::int64_t ParamInfo::full_index(std::int64_t j) const {
+  if (split_dim < 0) return j;
+  if (split_dim == 0) return shard_begin * full_shape[1] + j;  // whole rows: one contiguous block
+  const std::int64_t cols = shape[1], row = j / cols, col = j % cols;
+  return row * full_shape[1] + shard_begin + col;
+}
+
+void check_tp_shard(const ModelConfig& c, TpShard tp) {
+  if (tp.size < 1 || tp.rank < 0 || tp.rank >= tp.size)
+    throw UsageError("tensor-parallel shard " + std::to_string(tp.rank) + " of " + std::to_string(tp.size) +
+                     " does not exist");
+  auto divides = [&](std::int64_t n, const char* what) {
+    if (n % tp.size != 0)
+      throw UsageError("tensor parallelism t = " + std::to_string(tp.size) + " must divide the " + what + " (" +
+                       std::to_string(n) + ")");
+  };
+  divides(c.heads, "number of heads");
+  divides(c.kv_heads, "number of kv heads; this course does not replicate kv heads over TP ranks");
+  divides(c.ffn, "ffn size");
+  divides(c.vocab, "vocabulary size (the embedding and the head are split by vocabulary)");
+}
+
+std::vector<ParamInfo> llama_param_layout(const ModelConfig& c, TpShard tp) {
+  check_tp_shard(c, tp);
   std::vector<ParamInfo> out;
   std::int64_t offset = 0;
-  auto add = [&](std::string name, Shape shape, int unit, bool is_norm) {
+  // split_dim: -1 replicated; 0 or 1: that dimension is cut into tp.size equal shards.
+  auto add = [&](std::string name, Shape full, int unit, bool is_norm, int split_dim) {
     ParamInfo p;
     p.name = std::move(name);
-    p.shape = std::move(shape);
+    p.full_shape = full;
+    p.split_dim = tp.size > 1 ? split_dim : -1;
+    if (p.split_dim >= 0) {
+      const std::int64_t n = full[static_cast<std::size_t>(p.split_dim)] / tp.size;
+      full[static_cast<std::size_t>(p.split_dim)] = n;
+      p.shard_begin = tp.rank * n;
+    }
+    p.shape = std::move(full);
     p.numel = shape_numel(p.shape);
     p.offset = offset;
     p.unit = unit;
@@ -21,23 +52,24 @@ std::vector<ParamInfo> llama_param_layout(const ModelConfig& c) {
     out.push_back(std::move(p));
   };
   const std::int64_t h = c.hidden, f = c.ffn;
-  add("model.embed_tokens.weight", {c.vocab, h}, 0, false);
+  constexpr int replicated = -1, column_parallel = 0, row_parallel = 1;
+  add("model.embed_tokens.weight", {c.vocab, h}, 0, false, column_parallel);  // vocab rows
   for (std::int64_t i = 0; i < c.layers; ++i) {
     const std::string pre = "model.layers." + std::to_string(i) + ".";
     const int unit = static_cast<int>(i) + 1;
-    add(pre + "input_layernorm.weight", {h}, unit, true);
-    add(pre + "self_attn.q_proj.weight", {c.q_dim(), h}, unit, false);
-    add(pre + "self_attn.k_proj.weight", {c.kv_dim(), h}, unit, false);
-    add(pre + "self_attn.v_proj.weight", {c.kv_dim(), h}, unit, false);
-    add(pre + "self_attn.o_proj.weight", {h, c.q_dim()}, unit, false);
-    add(pre + "post_attention_layernorm.weight", {h}, unit, true);
-    add(pre + "mlp.gate_proj.weight", {f, h}, unit, false);
-    add(pre + "mlp.up_proj.weight", {f, h}, unit, false);
-    add(pre + "mlp.down_proj.weight", {h, f}, unit, false);
+    add(pre + "input_layernorm.weight", {h}, unit, true, replicated);
+    add(pre + "self_attn.q_proj.weight", {c.q_dim(), h}, unit, false, column_parallel);
+    add(pre + "self_attn.k_proj.weight", {c.kv_dim(), h}, unit, false, column_parallel);
+    add(pre + "self_attn.v_proj.weight", {c.kv_dim(), h}, unit, false, column_parallel);
+    add(pre + "self_attn.o_proj.weight", {h, c.q_dim()}, unit, false, row_parallel);
+    add(pre + "post_attention_layernorm.weight", {h}, unit, true, replicated);
+    add(pre + "mlp.gate_proj.weight", {f, h}, unit, false, column_parallel);
+    add(pre + "mlp.up_proj.weight", {f, h}, unit, false, column_parallel);
+    add(pre + "mlp.down_proj.weight", {h, f}, unit, false, row_parallel);
   }
   const int last = static_cast<int>(c.layers) + 1;
-  add("model.norm.weight", {h}, last, true);
-  if (!c.tied_embeddings) add("lm_head.weight", {c.vocab, h}, last, false);
+  add("model.norm.weight", {h}, last, true, replicated);
+  if (!c.tied_embeddings) add("lm_head.weight", {c.vocab, h}, last, false, column_parallel);
   return out;
 }
 
@@ -45,8 +77,9 @@ ParamStore::ParamStore(const ModelConfig& config, DType dtype, Device device, bo
     : ParamStore(config, dtype, device, StoreLayout{Residency::flat, with_grads ? Residency::flat : Residency::none, 1}) {}
 
 ParamStore::ParamStore(const ModelConfig& config, DType dtype, Device device, StoreLayout layout)
-    : config_(config), dtype_(dtype), infos_(llama_param_layout(config)), layout_(layout), device_(device) {
+    : config_(config), dtype_(dtype), infos_(), layout_(layout), device_(device) {
   config_.validate();
+  infos_ = llama_param_layout(config_, layout_.tp);
   USP_CHECK(layout_.pad_to >= 1, "ParamStore: pad_to must be >= 1");
   USP_CHECK(layout_.params != Residency::none, "ParamStore: parameters must be flat or per unit");
   numel_ = infos_.back().offset + infos_.back().numel;
@@ -196,7 +229,7 @@ void init_values(const ParamInfo& p, std::uint64_t seed, double init_std, std::i
   }
   const auto key = rng::make_key(seed, rng::hash_name(p.name));
   const float std = static_cast<float>(init_std);
-  for (std::int64_t j = j0; j < j1; ++j) v[j - j0] = rng::normal(key, static_cast<std::uint64_t>(j)) * std;
+  for (std::int64_t j = j0; j < j1; ++j) v[j - j0] = rng::normal(key, static_cast<std::uint64_t>(p.full_index(j))) * std;
 }
 
 // dst (any float dtype, any device) = the fp32 values, rounded to dst's dtype.

@@ -21,7 +21,8 @@
 // Initialisation (docs/ARCHITECTURE.md, principle 1): element j of parameter `name` is
 //   rng::normal(seed, name, j) · init_std   for embeddings and linear weights,
 //   1                                       for norm weights,
-// so any shard initialises exactly its slice of the unsharded tensor (init_range).
+// where j indexes the UNSHARDED tensor, so any shard initialises exactly its slice of it: a
+// ZeRO range (init_range) or a tensor-parallel shard (TpShard, ParamInfo::full_index).
 //
 // Layouts (chapter 05, ZeRO). By default (the constructor with `with_grads`) both buffers are
 // flat and exactly numel() long: what every chapter before 05 uses, unchanged. A StoreLayout
@@ -47,13 +48,28 @@
 
 namespace usp {
 
+// Tensor parallelism (chapter 06): which of `size` shards of every split weight this store
+// holds. size = 1 is the whole model.
+struct TpShard {
+  std::int64_t size = 1;
+  std::int64_t rank = 0;
+};
+
 struct ParamInfo {
   std::string name;
-  Shape shape;
+  Shape shape;              // what this store holds (the shard under tensor parallelism)
   std::int64_t offset = 0;  // elements into the flat buffer
   std::int64_t numel = 0;
   int unit = 0;             // 0 = embedding, 1..L = decoder layer i-1, L+1 = final norm + head
   bool is_norm = false;     // norm weights: initialised to 1, no weight decay
+  // Tensor parallelism: the unsharded tensor's shape, the dimension it is split along (-1:
+  // replicated, 0: rows = output features, 1: columns = input features) and where along that
+  // dimension this shard begins. Without TP: full_shape = shape, split_dim = -1.
+  Shape full_shape;
+  int split_dim = -1;
+  std::int64_t shard_begin = 0;
+  // Element j of this shard is element full_index(j) of the unsharded tensor (row-major).
+  std::int64_t full_index(std::int64_t j) const;
 };
 
 // Where a ParamStore keeps its parameters or its gradients.
@@ -66,6 +82,7 @@ struct StoreLayout {
   Residency params = Residency::flat;  // flat or per_unit
   Residency grads = Residency::flat;   // flat, per_unit or none
   std::int64_t pad_to = 1;             // each buffer's length is a multiple of this (>= 1)
+  TpShard tp = {};                     // the tensor-parallel shard held (default: everything)
 };
 
 class ParamStore {
@@ -141,6 +158,17 @@ class ParamStore {
 
 // The names and shapes above, in order, for a config (ParamStore uses it; so do checkpoints
 // and the calculator). Offsets are filled in; unit and is_norm too.
-std::vector<ParamInfo> llama_param_layout(const ModelConfig& config);
+//
+// With a TpShard of size t (chapter 06, Megatron-LM's split), rank r holds
+//   column-parallel weights, split along rows (dim 0): q_proj, k_proj, v_proj (whole heads:
+//     heads/t query heads and kv_heads/t kv heads each), gate_proj, up_proj (ffn/t rows);
+//   row-parallel weights, split along columns (dim 1): o_proj (heads/t · d), down_proj (ffn/t);
+//   the vocabulary-parallel embedding and lm_head, split along rows (vocab/t tokens each);
+//   the RMSNorm weights whole (replicated).
+// Shard r of a split dimension of size n is [r·n/t, (r+1)·n/t). UsageError when t does not
+// divide heads, kv_heads, ffn and vocab (kv heads are not replicated when t exceeds them).
+std::vector<ParamInfo> llama_param_layout(const ModelConfig& config, TpShard tp = {});
+// The UsageError above, or nothing: t must divide heads, kv heads, ffn and vocab.
+void check_tp_shard(const ModelConfig& config, TpShard tp);
 
 }  // namespace usp

@@ -4,7 +4,6 @@
 // memory each rank keeps against the ZeRO formulas, exactly; the bytes each stage communicates;
 // ZeRO-3's bound on gathered units and its traces. The [mpi] cases run on 1, 2 and 4 ranks.
 #include <algorithm>
-#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
@@ -15,13 +14,17 @@
 #include "common/train/training_summary.hpp"
 #include "chapters/05_zero/stage_run.hpp"
 #include "chapters/05_zero/zero1_step.hpp"
+#include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch05;
+using usp::testing::baseline;
 using usp::testing::elementwise_mismatch;
+using usp::testing::mean_over_ranks;
+using usp::testing::Run;
 using usp::testing::Tolerance;
 using usp::testing::world;
 
@@ -66,51 +69,6 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
   for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
   return m;
-}
-
-// One training run's observables.
-struct Run {
-  std::vector<double> losses;   // mean over the global batch, per step
-  std::vector<float> grad0;     // the averaged gradient the first step used
-  std::vector<float> min_grad;  // baseline: per element, the smallest |gradient| over the steps
-  std::vector<float> params;    // the final parameters
-  int max_units_held = 0;
-};
-
-// The single-rank baseline, written independently of the trainer: one ParamStore, the global
-// batch of N_d·k micro-batches in order (micro-batch i = samples [i·mbs, (i+1)·mbs): rank r's
-// j-th is i = r·k + j), each backward scaled by 1/(N_d·k), one AdamW step.
-Run baseline(const TrainingConfig& cfg, const Dataset& data, int ranks, std::int64_t k) {
-  ParamStore p(cfg.model, cfg.dtype);
-  p.init(cfg.seed);
-  Model m(p, cfg.model_options());
-  AdamW opt(p, cfg.adamw);
-  Run run;
-  const std::int64_t n = ranks * k;
-  for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    p.zero_grad();
-    double sum = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const Batch b = data.batch(step, i * cfg.mbs, cfg.mbs, cfg.seq);
-      sum += m.forward(b.inputs, b.targets);
-      m.backward(1.0f / static_cast<float>(n));
-    }
-    const std::vector<float> g = p.flat_grad().to_floats();
-    if (step == 0) run.grad0 = g, run.min_grad.assign(g.size(), INFINITY);
-    for (std::size_t e = 0; e < g.size(); ++e) run.min_grad[e] = std::min(run.min_grad[e], std::fabs(g[e]));
-    opt.step(p);
-    run.losses.push_back(sum / static_cast<double>(n));
-  }
-  run.params = p.flat().to_floats();
-  return run;
-}
-
-// The mean over the ranks of each rank's double, exactly as sent (no fp32 rounding on the way).
-double mean_over_ranks(Communicator& comm, double local) {
-  const auto all = gather_int64(comm, {std::bit_cast<std::int64_t>(local)});
-  double sum = 0;
-  for (const auto& v : all) sum += std::bit_cast<double>(v[0]);
-  return sum / static_cast<double>(all.size());
 }
 
 Run zero_run(Communicator& dp, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data, std::int64_t k,
@@ -348,7 +306,7 @@ TEST_CASE("every ZeRO stage trains like the single-rank baseline, with and witho
   for (const TrainingConfig& cfg : {tiny(), odd_tied()}) {
     const auto data = make_dataset("synthetic", cfg.seed);
     for (std::int64_t k : {1, 2}) {
-      const Run base = baseline(cfg, *data, n, k);
+      const Run base = baseline(cfg, *data, n * k);
       const double gmax = max_abs(base.grad0);
       REQUIRE(gmax > 0);
       for (const ZeroOptions& o : all_stages()) {

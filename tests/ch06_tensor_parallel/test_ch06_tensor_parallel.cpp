@@ -1,0 +1,293 @@
+// Chapter 06: tensor and sequence parallelism. The shard layout (every element of every weight
+// in exactly one shard, initialised as the unsharded tensor's slice); the column- and row-
+// parallel blocks (exercise 06.1) and the vocabulary-parallel cross-entropy (exercise 06.2)
+// against the single-device ops on the whole tensors; training under TP, TP+SP and DP × TP
+// against the single-rank baseline; each layer's saved activations against the course's
+// formula divided as TP and SP divide it; the bytes each collective moves per step against the
+// operator count; the whole logits never held by one rank. The [mpi] cases run on 1, 2 and 4
+// ranks, with t = the world size (and dp 2 × tp 2 on 4).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "chapters/06_tensor_parallel/parallel_linear.hpp"
+#include "chapters/06_tensor_parallel/tp_gather.hpp"
+#include "chapters/06_tensor_parallel/tp_trainer.hpp"
+#include "chapters/06_tensor_parallel/vocab_parallel_loss.hpp"
+#include "common/memory_tracker.hpp"
+#include "common/ops/ops.hpp"
+#include "common/rng.hpp"
+#include "tests/support/baseline_run.hpp"
+#include "tests/support/elementwise_check.hpp"
+#include "tests/support/small_model.hpp"
+#include "tests/support/test_world.hpp"
+
+using namespace usp;
+using namespace usp::ch06;
+using usp::testing::elementwise_mismatch;
+using usp::testing::Tolerance;
+using usp::testing::world;
+
+namespace {
+
+// Sizes every t in {1, 2, 4} divides (heads, kv heads, ffn, vocabulary), GQA (2 query heads per
+// kv head), and a vocabulary larger than anything else a step allocates (for the logits check).
+ModelConfig tp_model() {
+  return testing::small_model(
+      {.name = "tp-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 8, .kv_heads = 4, .ffn = 48});
+}
+
+TrainingConfig tp_training() {
+  TrainingConfig cfg;
+  cfg.model = tp_model();
+  cfg.seq = 16;
+  cfg.mbs = 2;
+  cfg.steps = 3;
+  return cfg;
+}
+
+// Deterministic values in [-1, 1) (keyed by name and index), as a tensor.
+Tensor random_tensor(const Shape& shape, const std::string& name, DType dtype = DType::f32) {
+  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 2.0f * rng::uniform(7, name, i) - 1.0f;
+  return Tensor::from_floats(v, shape, dtype);
+}
+
+// Rows [begin, begin + count) of a [rows, cols] tensor, or columns when by_columns.
+std::vector<float> block(const Tensor& t, std::int64_t begin, std::int64_t count, bool by_columns) {
+  const std::vector<float> all = t.to_floats();
+  const std::int64_t rows = t.dim(0), cols = t.dim(1);
+  std::vector<float> out;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const bool in = by_columns ? (c >= begin && c < begin + count) : (r >= begin && r < begin + count);
+      if (in) out.push_back(all[static_cast<std::size_t>(r * cols + c)]);
+    }
+  return out;
+}
+
+Tensor as_tensor(const std::vector<float>& v, const Shape& shape) { return Tensor::from_floats(v, shape); }
+
+double max_abs(const std::vector<float>& a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
+}
+
+}  // namespace
+
+// ---- the shard layout ---------------------------------------------------------------------------
+
+TEST_CASE("TP shards: every element of every weight in exactly one shard, initialised as its slice", "[ch06]") {
+  const ModelConfig c = tp_model();
+  ParamStore whole(c);
+  whole.init(5);
+  const std::vector<ParamInfo> full = llama_param_layout(c);
+  for (std::int64_t t : {1, 2, 4}) {
+    std::vector<std::vector<int>> hits(full.size());
+    for (std::size_t i = 0; i < full.size(); ++i) hits[i].assign(static_cast<std::size_t>(full[i].numel), 0);
+    for (std::int64_t r = 0; r < t; ++r) {
+      INFO("t = " << t << ", shard " << r);
+      ParamStore shard(c, DType::f32, Device::cpu(), StoreLayout{.tp = {t, r}});
+      shard.init(5);
+      const std::vector<float> all = whole.flat().to_floats(), mine = shard.flat().to_floats();
+      for (std::size_t i = 0; i < full.size(); ++i) {
+        const ParamInfo& p = shard.infos()[i];
+        CHECK(p.full_shape == full[i].shape);
+        if (p.split_dim < 0) CHECK(p.shape == full[i].shape);
+        if (p.split_dim >= 0)
+          CHECK(p.shape[static_cast<std::size_t>(p.split_dim)] * t ==
+                full[i].shape[static_cast<std::size_t>(p.split_dim)]);
+        std::vector<float> want(static_cast<std::size_t>(p.numel));
+        for (std::int64_t j = 0; j < p.numel; ++j) {
+          const std::int64_t g = p.full_index(j);
+          want[static_cast<std::size_t>(j)] = all[static_cast<std::size_t>(full[i].offset + g)];
+          ++hits[i][static_cast<std::size_t>(g)];
+        }
+        const std::vector<float> got(mine.begin() + p.offset, mine.begin() + p.offset + p.numel);
+        INFO(p.name);
+        CHECK(elementwise_mismatch(got, want) == "");  // the same counter-based values, bit for bit
+      }
+      // Resharding: the slice cut from the whole model is the shard initialised by itself.
+      ParamStore cut(c, DType::f32, Device::cpu(), StoreLayout{.tp = {t, r}});
+      load_shard(whole, cut);
+      CHECK(elementwise_mismatch(cut.flat().to_floats(), mine) == "");
+    }
+    for (std::size_t i = 0; i < full.size(); ++i) {
+      INFO("t = " << t << ", " << full[i].name);
+      const bool replicated = full[i].is_norm;
+      const int want = replicated ? static_cast<int>(t) : 1;
+      CHECK(std::all_of(hits[i].begin(), hits[i].end(), [&](int h) { return h == want; }));
+    }
+  }
+}
+
+TEST_CASE("TP shards: t must divide the heads, kv heads, ffn and vocabulary", "[ch06]") {
+  const ModelConfig c = tp_model();
+  CHECK_THROWS_WITH(llama_param_layout(c, {3, 0}), Catch::Contains("must divide the number of heads (8)"));
+  ModelConfig kv = c;
+  kv.kv_heads = 2;
+  CHECK_THROWS_WITH(llama_param_layout(kv, {4, 0}), Catch::Contains("must divide the number of kv heads"));
+  ModelConfig f = c;
+  f.ffn = 50;
+  CHECK_THROWS_WITH(llama_param_layout(f, {4, 0}), Catch::Contains("must divide the ffn size (50)"));
+  ModelConfig v = c;
+  v.vocab = 258;
+  CHECK_THROWS_WITH(llama_param_layout(v, {4, 0}), Catch::Contains("must divide the vocabulary size"));
+  CHECK_NOTHROW(llama_param_layout(v, {2, 1}));
+}
+
+// ---- exercise 06.1: the blocks against the single-device matmul --------------------------------
+
+TEST_CASE("column and row blocks (exercise 06.1) equal the single-device matmuls, with and without SP",
+          "[ch06][mpi]") {
+  Communicator& comm = world();
+  const int t = comm.size(), r = comm.rank();
+  // N tokens, C stream width, two column weights of out/t rows each, a row weight of in/t columns.
+  const std::int64_t N = 8, C = 12, out0 = 8, out1 = 4, in = 8;
+  const Tensor x = random_tensor({N, C}, "x"), w0 = random_tensor({out0, C}, "w0"), w1 = random_tensor({out1, C}, "w1");
+  const Tensor dy0 = random_tensor({N, out0}, "dy0"), dy1 = random_tensor({N, out1}, "dy1");
+  const Tensor xr = random_tensor({N, in}, "xr"), wr = random_tensor({C, in}, "wr"), dyr = random_tensor({N, C}, "dyr");
+  // The single-device results on whole tensors.
+  Tensor y0 = Tensor::empty({N, out0}), y1 = Tensor::empty({N, out1}), dx = Tensor::empty({N, C});
+  Tensor dw0 = Tensor::zeros({out0, C}), dw1 = Tensor::zeros({out1, C});
+  ops::matmul_forward(x, w0, y0);
+  ops::matmul_forward(x, w1, y1);
+  ops::matmul_backward(dy1, x, w1, dx, dw1);
+  ops::matmul_backward(dy0, x, w0, dx, dw0, /*accumulate_dx=*/true);
+  Tensor yr = Tensor::empty({N, C}), dxr = Tensor::empty({N, in}), dwr = Tensor::zeros({C, in});
+  ops::matmul_forward(xr, wr, yr);
+  ops::matmul_backward(dyr, xr, wr, dxr, dwr);
+
+  // Sums of t products of values in [-1, 1): reassociated, a few ulps of the sum's magnitude
+  // (≤ C = 12 terms, so |y| ≤ 12): 1e-5 absolute is ~20 ulps of 12; exact at t = 1.
+  const Tolerance tol = t == 1 ? Tolerance::exact() : Tolerance::absolute(1e-5);
+  for (bool sp : {false, true}) {
+    if (sp && t == 1) continue;
+    INFO("t = " << t << (sp ? " with SP" : " without SP"));
+    TpGroup group{comm, sp};
+    const std::int64_t n = sp ? N / t : N, row0 = sp ? r * n : 0;  // my stream rows
+    const Tensor x_mine = as_tensor(block(x, row0, n, false), {n, C});
+    const Tensor w0_mine = as_tensor(block(w0, r * out0 / t, out0 / t, false), {out0 / t, C});
+    const Tensor w1_mine = as_tensor(block(w1, r * out1 / t, out1 / t, false), {out1 / t, C});
+    // Column block forward: my output columns of y0, y1, on all N rows.
+    std::vector<Tensor> y = {Tensor::empty({N, out0 / t}), Tensor::empty({N, out1 / t})};
+    column_parallel_forward(group, x_mine, {w0_mine, w1_mine}, y);
+    CHECK(elementwise_mismatch(y[0].to_floats(), block(y0, r * out0 / t, out0 / t, true), tol, r) == "");
+    CHECK(elementwise_mismatch(y[1].to_floats(), block(y1, r * out1 / t, out1 / t, true), tol, r) == "");
+    // Column block backward: my rows of dw, my stream rows of dx (the sum over every rank's term).
+    std::vector<Tensor> dw = {Tensor::zeros({out0 / t, C}), Tensor::zeros({out1 / t, C})};
+    Tensor dx_mine = Tensor::empty({n, C});
+    column_parallel_backward(group,
+                             {as_tensor(block(dy0, r * out0 / t, out0 / t, true), {N, out0 / t}),
+                              as_tensor(block(dy1, r * out1 / t, out1 / t, true), {N, out1 / t})},
+                             x_mine, {w0_mine, w1_mine}, dw, dx_mine);
+    CHECK(elementwise_mismatch(dw[0].to_floats(), block(dw0, r * out0 / t, out0 / t, false), tol, r) == "");
+    CHECK(elementwise_mismatch(dw[1].to_floats(), block(dw1, r * out1 / t, out1 / t, false), tol, r) == "");
+    CHECK(elementwise_mismatch(dx_mine.to_floats(), block(dx, row0, n, false), tol, r) == "");
+    // Row block: my input features in, the whole sum out on my stream rows.
+    const Tensor xr_mine = as_tensor(block(xr, r * in / t, in / t, true), {N, in / t});
+    const Tensor wr_mine = as_tensor(block(wr, r * in / t, in / t, true), {C, in / t});
+    Tensor yr_mine = Tensor::empty({n, C});
+    row_parallel_forward(group, xr_mine, wr_mine, yr_mine);
+    CHECK(elementwise_mismatch(yr_mine.to_floats(), block(yr, row0, n, false), tol, r) == "");
+    Tensor dxr_mine = Tensor::empty({N, in / t}), dwr_mine = Tensor::zeros({C, in / t});
+    row_parallel_backward(group, as_tensor(block(dyr, row0, n, false), {n, C}), xr_mine, wr_mine, dxr_mine, dwr_mine);
+    CHECK(elementwise_mismatch(dxr_mine.to_floats(), block(dxr, r * in / t, in / t, true), tol, r) == "");
+    CHECK(elementwise_mismatch(dwr_mine.to_floats(), block(dwr, r * in / t, in / t, true), tol, r) == "");
+  }
+}
+
+// ---- exercise 06.2: the vocabulary-parallel loss ------------------------------------------------
+
+TEST_CASE("vocabulary-parallel cross-entropy (exercise 06.2) equals the single-device loss and gradient",
+          "[ch06][mpi]") {
+  Communicator& comm = world();
+  const int t = comm.size(), r = comm.rank();
+  const std::int64_t N = 6, V = 40, Vr = V / t;
+  // Logits spread over [-8, 8): the max subtraction matters; targets on every rank's columns.
+  Tensor logits = random_tensor({N, V}, "logits");
+  ops::scale_inplace(logits, 8.0f);
+  Tensor targets = Tensor::empty({N}, DType::i32);
+  for (std::int64_t n = 0; n < N; ++n) targets.data<std::int32_t>()[n] = static_cast<std::int32_t>((n * 7 + 3) % V);
+  const double want = ops::cross_entropy_forward(logits, targets);
+  Tensor dwant = Tensor::empty({N, V});
+  ops::cross_entropy_backward(logits, targets, dwant, 0.5f);
+
+  const Tensor mine = as_tensor(block(logits, r * Vr, Vr, true), {N, Vr});
+  Tensor lse;
+  const double got = vocab_parallel_cross_entropy(comm, mine, targets, r * Vr, lse);
+  INFO("rank " << r << " of t = " << t << ": loss " << got << ", expected " << want);
+  // The loss is a mean of lse - z over 6 rows of ~|8|: exp and log in another precision (the op's
+  // fp32 polynomial, the exercise's libm) and another summation order differ by a few fp32 ulps.
+  CHECK(std::fabs(got - want) <= 1e-5 * std::fabs(want));
+  REQUIRE(lse.defined());
+  CHECK(lse.numel() == N);
+  Tensor dmine = Tensor::empty({N, Vr});
+  vocab_parallel_cross_entropy_backward(mine, targets, r * Vr, lse, dmine, 0.5f);
+  // Probabilities (≤ 1) scaled by 0.5/N: a few ulps of 0.1.
+  CHECK(elementwise_mismatch(dmine.to_floats(), block(dwant, r * Vr, Vr, true), Tolerance::absolute(1e-7), r) == "");
+  // A target outside the vocabulary is refused on every rank, before any communication.
+  targets.data<std::int32_t>()[2] = static_cast<std::int32_t>(V);
+  CHECK_THROWS_WITH(vocab_parallel_cross_entropy(comm, mine, targets, r * Vr, lse),
+                    Catch::Contains("target 40 at row 2 is outside the vocabulary [0, 40)"));
+}
+
+// ---- training = the single-rank baseline --------------------------------------------------------
+
+namespace {
+
+// The layouts a world of W ranks can run: tp = W without and with SP, and dp 2 × tp W/2.
+std::vector<TpLayout> layouts_for(int W) {
+  std::vector<TpLayout> out = {{1, W, false}};
+  if (W > 1) out.push_back({1, W, true});
+  if (W == 4) out.push_back({2, 2, false}), out.push_back({2, 2, true});
+  return out;
+}
+
+testing::Run tp_run(Communicator& w, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
+                    TpLayout layout, std::int64_t k) {
+  TpTrainer trainer(w, cfg, layout);
+  testing::Run run;
+  for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const double local = trainer.step(rank_micro_batches(data, step, trainer.dp().rank(), k, cfg.mbs, cfg.seq));
+    run.losses.push_back(testing::mean_over_ranks(metrics, local));  // tp peers agree: the dp mean
+    if (step == 0) run.grad0 = trainer.full_gradients();
+  }
+  run.params = trainer.full_parameters();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("TP, TP+SP and DP × TP train like the single-rank baseline", "[ch06][mpi]") {
+  Communicator& w = world();
+  auto metrics = w.split(0, w.rank());
+  const TrainingConfig cfg = tp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  for (const TpLayout& layout : layouts_for(w.size())) {
+    for (std::int64_t k : {1, 2}) {
+      INFO(layout.label() << ", " << k << " micro-batch(es) per replica, rank " << w.rank());
+      const testing::Run base = testing::baseline(cfg, *data, layout.dp * k);
+      const testing::Run got = tp_run(w, *metrics, cfg, *data, layout, k);
+      const double gmax = max_abs(base.grad0);
+      REQUIRE(gmax > 0);
+      // The first loss: the same model on the same tokens; the row blocks' sums are split in t
+      // partial sums (fp32 reassociation), and the loss's exp/log run in double instead of the
+      // op's fp32 polynomial: relative differences of a few fp32 ulps (measured below 1e-6).
+      CHECK(std::fabs(got.losses[0] - base.losses[0]) <= 1e-5 * base.losses[0]);
+      // The first gradient, gathered: fp32 reassociation in the blocks and in the all-reduces of
+      // t (and dp) partial sums: a few ulps of the largest terms; 1e-5 of the largest element. A
+      // missing all-reduce, a shard in the wrong place or a lost micro-batch is an O(1) error.
+      CHECK(elementwise_mismatch(got.grad0, base.grad0, Tolerance::absolute(1e-5 * gmax), w.rank()) == "");
+      // Losses and parameters after 3 AdamW steps: the differences above, moved through Adam's
+      // normalised update (≤ lr = 3e-3 per element and step). Where a gradient is within rounding
+      // of zero its sign is arbitrary, so the parameter bound is a fraction of one update:
+      // 3 steps · lr / 10 flags a weight that missed an update, got a wrong one or another
+      // rank's shard.
+      for (std::size_t s = 0; s < got.losses.size(); ++s)
+        CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-4 * base.losses[s]);
+      CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(3 * cfg.adamw.lr / 10), w.rank()) == "");
+    }
+  }
+}
