@@ -13,11 +13,9 @@ namespace usp::ch06 {
 
 MegatronTp::MegatronTp(Communicator& tp, bool sequence_parallel, std::int64_t vocab)
     : group_{tp, sequence_parallel}, vocab_(vocab) {
-  if (sequence_parallel && tp.size() == 1)
-    throw UsageError("sequence parallelism splits the stream over the tensor-parallel ranks: it needs --tp > 1");
-  if (vocab % tp.size() != 0)
-    throw UsageError("tensor parallelism t = " + std::to_string(tp.size()) + " must divide the vocabulary size (" +
-                     std::to_string(vocab) + ")");
+  // check_tp_layout (tp_layout.hpp) has told the user; these are the invariants it ensures.
+  USP_CHECK(!sequence_parallel || tp.size() > 1, "MegatronTp: sequence parallelism needs t > 1");
+  USP_CHECK(vocab % tp.size() == 0, "MegatronTp: t must divide the vocabulary");
   vocab_rows_ = vocab / tp.size();
   vocab_begin_ = tp.rank() * vocab_rows_;
 }
@@ -57,7 +55,8 @@ OwnedTokens owned_tokens(const Tensor& tokens, std::int64_t begin, std::int64_t 
   return o;
 }
 
-// Row i of src [M, C] to row positions[i] of dst [N, C] (to_rows), or back (from_rows).
+// scatter: row i of `from` [M, C] to row positions[i] of `to` [N, C]; else row positions[i] of
+// `from` [N, C] to row i of `to` [M, C].
 void copy_rows(const Tensor& from, Tensor& to, const std::vector<std::int64_t>& positions, bool scatter) {
   const std::size_t row = static_cast<std::size_t>(from.dim(1)) * dtype_size(from.dtype());
   for (std::size_t i = 0; i < positions.size(); ++i) {
