@@ -24,35 +24,19 @@
 #include "common/io/json_value.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
-#include "tests/support/small_model.hpp"
+#include "tests/ch06_tensor_parallel/tp_fixtures.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch06;
 using usp::testing::elementwise_mismatch;
+using usp::testing::layouts_for;
+using usp::testing::tp_training;
 using usp::testing::Tolerance;
 using usp::testing::world;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Sizes every t in {1, 2, 4} divides (heads, kv heads, ffn, vocabulary), with GQA.
-TrainingConfig tp_training() {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "tp-ckpt", .vocab = 256, .hidden = 32, .layers = 2, .heads = 8, .kv_heads = 4, .ffn = 48});
-  cfg.seq = 16;
-  cfg.mbs = 2;
-  return cfg;
-}
-
-// The layouts a world of W ranks can run: tp = W without and with SP, and dp 2 × tp 2 on 4.
-std::vector<TpLayout> layouts_for(int W) {
-  std::vector<TpLayout> out = {{1, W, false}};
-  if (W > 1) out.push_back({1, W, true});
-  if (W == 4) out.push_back({2, 2, true});
-  return out;
-}
 
 std::string dir_name(const TpLayout& l, DType dtype) {
   return "dp" + std::to_string(l.dp) + "_tp" + std::to_string(l.tp) + (l.sp ? "_sp_" : "_") + dtype_name(dtype);
@@ -290,7 +274,7 @@ TEST_CASE("usp_eval check: its loss of the TP checkpoint is the TP model's", "[.
   const JsonValue got = parse_json(json.str(), "eval.json");
   const double loss = json_double(got.at("loss"));
   INFO("usp_eval " << loss << ", TP model " << tp);
-  CHECK(json_string(got.at("model")) == "tp-ckpt");
+  CHECK(json_string(got.at("model")) == tp_training().model.name);
   CHECK(json_int64(got.at("seq")) == kEvalSeq);
   CHECK(std::isfinite(loss));
   CHECK(std::fabs(loss - tp) <= kLossRel * tp);  // one device against t ranks: the bound above

@@ -20,32 +20,19 @@
 #include "common/rng.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
-#include "tests/support/small_model.hpp"
+#include "tests/ch06_tensor_parallel/tp_fixtures.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch06;
 using usp::testing::elementwise_mismatch;
+using usp::testing::layouts_for;
+using usp::testing::tp_model;
+using usp::testing::tp_training;
 using usp::testing::Tolerance;
 using usp::testing::world;
 
 namespace {
-
-// Sizes every t in {1, 2, 4} divides (heads, kv heads, ffn, vocabulary), GQA (2 query heads per
-// kv head), and a vocabulary larger than anything else a step allocates (for the logits check).
-ModelConfig tp_model() {
-  return testing::small_model(
-      {.name = "tp-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 8, .kv_heads = 4, .ffn = 48});
-}
-
-TrainingConfig tp_training() {
-  TrainingConfig cfg;
-  cfg.model = tp_model();
-  cfg.seq = 16;
-  cfg.mbs = 2;
-  cfg.steps = 3;
-  return cfg;
-}
 
 // Deterministic values in [-1, 1) (keyed by name and index), as a tensor.
 Tensor random_tensor(const Shape& shape, const std::string& name, DType dtype = DType::f32) {
@@ -239,14 +226,6 @@ TEST_CASE("vocabulary-parallel cross-entropy (exercise 06.2) equals the single-d
 // ---- training = the single-rank baseline --------------------------------------------------------
 
 namespace {
-
-// The layouts a world of W ranks can run: tp = W without and with SP, and dp 2 × tp W/2.
-std::vector<TpLayout> layouts_for(int W) {
-  std::vector<TpLayout> out = {{1, W, false}};
-  if (W > 1) out.push_back({1, W, true});
-  if (W == 4) out.push_back({2, 2, false}), out.push_back({2, 2, true});
-  return out;
-}
 
 testing::Run tp_run(Communicator& w, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
                     TpLayout layout, std::int64_t k) {
