@@ -87,6 +87,11 @@ with open(path, newline="") as f:
     rows = list(csv.DictReader(f))
 check(len(rows) == 20, f"zero sweep has {len(rows)} rows")
 check({int(x["zero"]) for x in rows} == {0, 1, 2, 3}, "zero sweep stages")
+r = run("--sweep", "tp")
+check(r.returncode == 0, f"--sweep tp exited {r.returncode}: {r.stderr}")
+rows = list(csv.DictReader(r.stdout.splitlines()))
+check(len(rows) == 25, f"tp sweep has {len(rows)} rows")
+check({(int(x["tp"]), int(x["sp"])) for x in rows} == {(1, 0), (8, 0), (8, 1), (16, 0), (16, 1)}, "tp sweep layouts")
 
 # A bad value: exit 2, exactly one line, starting with "error:".
 r = run("--tp", "3")
