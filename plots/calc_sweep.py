@@ -15,7 +15,7 @@ CATEGORIES = [  # (CSV column, legend label, colour), bottom to top
     ("optimizer_bytes", "optimizer states", "tab:green"),
     ("activations_bytes", "activations", "tab:red"),
 ]
-REQUIRED = ["model", "num_parameters", "seq", "mbs", "recompute", "precision", "dp", "zero", "tp", "cp", "pp"] + [
+REQUIRED = ["model", "num_parameters", "seq", "mbs", "recompute", "precision", "dp", "zero", "tp", "sp", "cp", "pp"] + [
     c[0] for c in CATEGORIES]
 GIB = float(1 << 30)
 

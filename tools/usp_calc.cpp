@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "common/calc/flops_model.hpp"
@@ -57,7 +58,7 @@ Cli make_cli() {
   cli.add_int("pp", 1, "pipeline-parallel degree p (reported: the first stage, 1F1B)", 1);
   cli.add_int("ep", 1, "expert-parallel degree (dense models: 1)", 1);
   cli.add_flag("json", "print one JSON object instead of the table");
-  cli.add_string("sweep", "", "write a figure's sweep as CSV instead: memory_vs_seq | recompute | zero");
+  cli.add_string("sweep", "", "write a figure's sweep as CSV instead: memory_vs_seq | recompute | zero | tp");
   cli.add_string("csv", "", "with --sweep: the CSV file to write (default: standard output)");
   return cli;
 }
@@ -114,8 +115,21 @@ std::string pp_split(const TrainingSetup& s) {
 
 double gib(std::int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1ll << 30); }
 
-// The exact count of this course's layer is defined for one rank without TP/CP sharding.
-bool course_count_applies(const TrainingSetup& s) { return s.tp == 1 && s.cp == 1; }
+// The exact count of this course's layer on this rank, with the setup's tp / sp; none (the
+// field and the line are left out, not an error) when the course's model could not split the
+// layer that way: with CP (not modelled by the course count), or when t does not divide the kv
+// heads (the calculator replicates them, chapter 06's model does not). The divisibility rules
+// live in course_layer_activation_bytes alone: its UsageError is the answer "does not apply".
+std::optional<std::int64_t> course_count(const TrainingSetup& s) {
+  if (s.cp != 1) return std::nullopt;
+  try {
+    return course_layer_activation_bytes(s.model, s.seq, s.mbs, s.recompute, s.activation_element_bytes(), s.tp, s.sp);
+  } catch (const OverflowError&) {
+    throw;  // a count too large is an error, not "does not apply"
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+}
 
 void print_json(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEstimate& f) {
   const ModelConfig& c = s.model;
@@ -136,9 +150,7 @@ void print_json(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEst
   j.field("activations_bytes", m.activations).field("total_bytes", m.total());
   j.field("activation_bytes_per_layer", playbook_layer_activation_bytes(s));
   j.field("layers_on_rank", layers_on_first_stage(s)).field("microbatches_in_flight", microbatches_in_flight(s));
-  if (course_count_applies(s))
-    j.field("course_layer_activation_bytes",
-            course_layer_activation_bytes(c, s.seq, s.mbs, s.recompute, s.activation_element_bytes()));
+  if (const auto layer = course_count(s)) j.field("course_layer_activation_bytes", *layer);
   j.field("tokens_per_step", f.tokens).field("flops_per_step", f.model);
   j.field("recompute_flops_per_step", f.recompute).field("hardware_flops_per_step", f.hardware());
   j.end_object();
@@ -188,11 +200,14 @@ void print_table(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEs
   std::printf("\nactivations: the playbook's per-layer formula (GPT layer: MHA, 4h MLP, dropout masks); the\n"
               "  embedding output, final norm, logits and loss are not included.%s\n",
               s.pp > 1 ? " PP: the first stage, p micro-batches in flight (1F1B)." : "");
-  if (course_count_applies(s)) {
-    const std::int64_t layer = course_layer_activation_bytes(c, s.seq, s.mbs, s.recompute, s.activation_element_bytes());
+  if (const auto course = course_count(s)) {
+    const std::int64_t layer = *course;
     const std::int64_t layers = layers_on_first_stage(s), in_flight = microbatches_in_flight(s);
-    std::printf("  this course's decoder layer keeps exactly %lld B (%.2f GiB for %lld layer(s) x %lld micro-batch(es)).\n",
-                static_cast<long long>(layer), gib((Count(layer) * layers * in_flight).value()),
+    const char* split = s.tp == 1 ? "" : s.sp ? " per rank with chapter 06's TP + SP split"
+                                              : " per rank with chapter 06's TP split";
+    std::printf("  this course's decoder layer keeps exactly %lld B%s "
+                "(%.2f GiB for %lld layer(s) x %lld micro-batch(es)).\n",
+                static_cast<long long>(layer), split, gib((Count(layer) * layers * in_flight).value()),
                 static_cast<long long>(layers), static_cast<long long>(in_flight));
   }
   std::printf("\nFLOPs per step (%lld tokens = mbs x seq x dp; 6N + 12·L·h·s per token):\n",

@@ -1,5 +1,7 @@
 #include "common/calc/memory_model.hpp"
 
+#include <string>
+
 #include "common/checked_math.hpp"
 #include "common/error.hpp"
 
@@ -73,17 +75,31 @@ MemoryBreakdown memory_per_rank(const TrainingSetup& setup) {
 }
 
 std::int64_t course_layer_activation_bytes(const ModelConfig& cfg, std::int64_t seq, std::int64_t mbs,
-                                           Recompute recompute, std::int64_t act_bytes) {
+                                           Recompute recompute, std::int64_t act_bytes, std::int64_t tp, bool sp) {
   if (seq < 1 || mbs < 1) throw UsageError("course_layer_activation_bytes: seq and mbs must be >= 1");
   if (act_bytes != 2 && act_bytes != 4)
     throw UsageError("course_layer_activation_bytes: act_bytes must be 2 (bf16) or 4 (fp32)");
-  const Count tokens = Count(seq) * mbs, h = cfg.hidden;
-  if (recompute == Recompute::full) return (tokens * h * act_bytes).value();  // the layer input x only
-  // x, h1, q, a, x2, h2 + k, v + gate, up, silu(gate)·up
-  Count elements = 5 * h + cfg.q_dim() + 2 * Count(cfg.kv_dim()) + 3 * Count(cfg.ffn);
-  if (recompute == Recompute::none) elements += Count(cfg.heads) * seq;  // probabilities [b, a, s, s]
-  const Count rstd_bytes = 2 * 4;                                         // rstd1, rstd2 in fp32
-  return (tokens * (elements * act_bytes + rstd_bytes)).value();
+  if (tp < 1) throw UsageError("course_layer_activation_bytes: tp must be >= 1, got " + std::to_string(tp));
+  const auto str = [](std::int64_t v) { return std::to_string(v); };
+  if (cfg.heads % tp != 0 || cfg.kv_heads % tp != 0 || cfg.ffn % tp != 0)
+    throw UsageError("course_layer_activation_bytes: tp " + str(tp) + " must divide the heads (" + str(cfg.heads) +
+                     "), the kv heads (" + str(cfg.kv_heads) + ") and the ffn size (" + str(cfg.ffn) +
+                     ") of this course's model");
+  const Count tokens = Count(seq) * mbs, h = cfg.hidden, d = cfg.head_dim();
+  if (sp && tokens.value() % tp != 0)
+    throw UsageError("course_layer_activation_bytes: with sp, tp " + str(tp) + " must divide the " +
+                     str(tokens.value()) + " tokens (mbs × seq)");
+  // The residual stream's rows on this rank: all N, or N/t with sequence parallelism.
+  const Count rows = sp ? tokens / tp : tokens;
+  if (recompute == Recompute::full) return (rows * h * act_bytes).value();  // the layer input x only
+  // Replicated (TP) or row-split (SP): x, h1, x2, h2, and rstd1, rstd2 in fp32.
+  const Count stream_bytes = rows * (4 * h * act_bytes + 2 * 4);
+  // On all N rows, this rank's heads / ffn columns: q, a (H/t heads), k, v (G/t heads), gate, up,
+  // silu(gate)·up (F/t each).
+  const Count heads = cfg.heads / tp, kv_heads = cfg.kv_heads / tp, ffn = cfg.ffn / tp;
+  Count per_token = 2 * heads * d + 2 * kv_heads * d + 3 * ffn;
+  if (recompute == Recompute::none) per_token += heads * seq;  // probabilities [b, H/t, s, s]
+  return (stream_bytes + tokens * per_token * act_bytes).value();
 }
 
 }  // namespace usp::calc

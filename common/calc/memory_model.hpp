@@ -31,7 +31,7 @@
 //   the final norm, the logits and the loss are NOT included, as in the playbook. The formula
 //   assumes the GPT layer the playbook counts (MHA, 4h MLP, dropout masks), so it is an
 //   estimate for a Llama layer; course_layer_activation_bytes is the exact count for this
-//   course's decoder layer.
+//   course's decoder layer (with chapter 06's TP / SP split).
 // Activations are never sharded by ZeRO.
 #pragma once
 #include <cstdint>
@@ -83,14 +83,25 @@ std::int64_t microbatches_in_flight(const TrainingSetup& setup);
 MemoryBreakdown memory_per_rank(const TrainingSetup& setup);
 
 // Exact bytes one decoder layer of THIS course's model (common/model/model.hpp) keeps for
-// backward, for b sequences of s tokens, on one rank without TP/CP. Per token:
-//   x, h1, a, x2, h2 (h each) + q (a·d = h) + k, v (g·d each) + gate, up, silu·up (f each)
-//   elements of act_bytes each, plus the two RMSNorm rstd values in fp32 (8 bytes);
-//   none adds the attention probabilities (a·s elements per token);
-//   selective drops them; full keeps only the layer input x (h elements).
+// backward, for b sequences of s tokens (N = b·s tokens), on one rank, with the layer split over
+// t = tp ranks the way chapter 06 splits it (Megatron column/row blocks; no CP). Per token, with
+// C hidden, H heads, G kv heads, D head_dim, F ffn, elements of act_bytes each:
+//   t = 1:     x, h1, x2, h2 (C each) + q, a (H·D each) + k, v (G·D each) + gate, up, silu·up
+//              (F each), plus the two RMSNorm rstd values in fp32 (8 bytes);
+//   TP:        the residual stream x, h1, x2, h2 and rstd1, rstd2 are replicated (as at t = 1);
+//              q, a, k, v, gate, up, silu·up hold this rank's heads / ffn columns: H·D/t, G·D/t, F/t;
+//   TP + SP:   the stream's rows are split over the t ranks: x, h1, x2, h2 and rstd1, rstd2 live on
+//              N/t rows; q, k, v, a, gate, up, silu·up are as in TP (all N rows, heads / ffn split).
+//   none adds the attention probabilities ((H/t)·s elements per token); selective drops them;
+//   full keeps only the layer input x (C elements per stream row).
+// So, with rows = N (TP) or N/t (SP) and e = act_bytes:
+//   e·(4·C·rows + N·(2·H·D + 2·G·D + 3·F)/t) + 8·rows  [+ e·N·(H/t)·s with none];  full: e·C·rows.
+// UsageError unless t divides H, G and F (this course's model does not replicate kv heads) and,
+// with sp, N. t = 1 (with or without sp) is the single-device count.
 // The calculator's own count; chapter 01's exercise asks the student for the same quantity and
 // its tests compare the student's answer with the tracker's measurement, not with this.
 std::int64_t course_layer_activation_bytes(const ModelConfig& cfg, std::int64_t seq, std::int64_t mbs,
-                                           Recompute recompute, std::int64_t act_bytes);
+                                           Recompute recompute, std::int64_t act_bytes, std::int64_t tp = 1,
+                                           bool sp = false);
 
 }  // namespace usp::calc

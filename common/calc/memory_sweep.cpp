@@ -86,12 +86,28 @@ MemorySweep figure_zero() {
   return s;
 }
 
-std::vector<std::string> figure_names() { return {"memory_vs_seq", "recompute", "zero"}; }
+MemorySweep figure_tp() {
+  MemorySweep s;
+  s.models = {"llama3.1-70b"};
+  s.seqs = kPlaybookSeqs;
+  s.layouts = {ParallelLayout{}};  // t = 1 once: SP has nothing to split without TP
+  for (std::int64_t t : {8, 16})
+    for (bool sp : {false, true}) {
+      ParallelLayout l;
+      l.tp = t;
+      l.sp = sp;
+      s.layouts.push_back(l);
+    }
+  return s;
+}
+
+std::vector<std::string> figure_names() { return {"memory_vs_seq", "recompute", "zero", "tp"}; }
 
 MemorySweep figure_by_name(const std::string& name) {
   if (name == "memory_vs_seq") return figure_memory_vs_seq();
   if (name == "recompute") return figure_recompute();
   if (name == "zero") return figure_zero();
+  if (name == "tp") return figure_tp();
   std::string list;
   for (const auto& n : figure_names()) list += (list.empty() ? "" : ", ") + n;
   throw UsageError("unknown sweep '" + name + "' (known: " + list + ")");

@@ -1,8 +1,9 @@
 // Memory sweeps: the calculator evaluated over models × sequence lengths × recomputation modes
-// × precisions × parallel layouts, written as CSV for the analytic plots. Chapters 01, 02 and
-// 05 write the playbook's figures' data with
+// × precisions × parallel layouts, written as CSV for the analytic plots. Chapters 01, 02, 05
+// and 06 write the playbook's figures' data with
 //   write_sweep_csv(out_dir + "/memory_vs_seq.csv", run_sweep(figure_memory_vs_seq()));
-// and plots/ch01_memory_vs_seq.py, ch02_recompute_memory.py, ch05_zero_memory.py draw them.
+// and plots/ch01_memory_vs_seq.py, ch02_recompute_memory.py, ch05_zero_memory.py and
+// ch06_tp_memory.py draw them.
 // usp_calc --sweep NAME writes the same files without running a chapter.
 //
 // CSV columns (one row per configuration, bytes per rank as memory_per_rank computes them):
@@ -50,8 +51,12 @@ MemorySweep figure_memory_vs_seq();
 MemorySweep figure_recompute();
 // ch05: 8B at DP = 8, ZeRO stage 0 (plain DP) / 1 / 2 / 3, no recomputation.
 MemorySweep figure_zero();
+// ch06: 70B at TP = 1, then TP = 8 and 16 each without and with SP, no recomputation. At t = 16
+// the 8 kv heads are replicated (one per rank, see memory_model.hpp); the playbook's activation
+// formula does not depend on them.
+MemorySweep figure_tp();
 
-// The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero".
+// The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero", "tp".
 std::vector<std::string> figure_names();
 MemorySweep figure_by_name(const std::string& name);  // UsageError listing the names otherwise
 

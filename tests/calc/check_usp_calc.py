@@ -54,6 +54,20 @@ check(d["parameters_bytes"] == 4 * N // 8 and d["gradients_bytes"] == 4 * N // 8
       d["optimizer_bytes"] == 8 * N // 8, "fp32 ZeRO-3 states are not (4N + 4N + 8N)/8")
 check(d["activations_bytes"] == 2 * 104152956928, "fp32 activations are not twice the 16-bit ones")
 
+# This course's exact layer count follows --tp / --sp: with SP every saved tensor is split, so
+# the count at t = 8 is exactly 1/8 of t = 1's; at t = 16 the 70B's 8 kv heads cannot be split
+# by the course's model, so the field is left out (not an error).
+def course_count(*args):
+    r = run("--model", "llama3.1-70b", "--seq", "4096", "--json", *args)
+    check(r.returncode == 0, f"70B {args} exited {r.returncode}: {r.stderr}")
+    return json.loads(r.stdout).get("course_layer_activation_bytes") if r.returncode == 0 else None
+
+
+one, sp8, tp8 = course_count(), course_count("--tp", "8", "--sp"), course_count("--tp", "8")
+check(one is not None and sp8 is not None and 8 * sp8 == one, f"course count: t = 1 {one}, t = 8 + SP {sp8}")
+check(tp8 is not None and sp8 is not None and tp8 > sp8, f"course count: TP {tp8} not above TP + SP {sp8}")
+check(course_count("--tp", "16", "--sp") is None, "course count given at t = 16 over 8 kv heads")
+
 # The table: one line per category, in bytes and GiB.
 r = run("--model", "llama3.1-70b", "--tp", "8", "--sp", "--recompute", "selective")
 check(r.returncode == 0, f"table exited {r.returncode}: {r.stderr}")
@@ -73,6 +87,11 @@ with open(path, newline="") as f:
     rows = list(csv.DictReader(f))
 check(len(rows) == 20, f"zero sweep has {len(rows)} rows")
 check({int(x["zero"]) for x in rows} == {0, 1, 2, 3}, "zero sweep stages")
+r = run("--sweep", "tp")
+check(r.returncode == 0, f"--sweep tp exited {r.returncode}: {r.stderr}")
+rows = list(csv.DictReader(r.stdout.splitlines()))
+check(len(rows) == 25, f"tp sweep has {len(rows)} rows")
+check({(int(x["tp"]), int(x["sp"])) for x in rows} == {(1, 0), (8, 0), (8, 1), (16, 0), (16, 1)}, "tp sweep layouts")
 
 # A bad value: exit 2, exactly one line, starting with "error:".
 r = run("--tp", "3")

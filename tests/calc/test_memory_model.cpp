@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/model/model.hpp"
 #include "tests/calc/calc_fixtures.hpp"
+#include "tests/support/small_model.hpp"
 
 using namespace usp;
 using namespace usp::calc;
@@ -264,6 +265,69 @@ TEST_CASE("this course's layer: the calculator's count equals what the model dec
   // (6·4096 + 2·1024 + 3·14336 + 32·4096)·2 + 8 = 401416 bytes.
   CHECK(course_layer_activation_bytes(ModelConfig::builtin("llama3.1-8b"), 4096, 1, Recompute::none, 2) ==
         4096ll * 401416);
+}
+
+TEST_CASE("this course's layer under chapter 06's TP and TP + SP split, by hand", "[calc][course][tp]") {
+  // C = 32, H = 8 heads of D = 4, G = 4 kv heads, F = 48: t = 1, 2, 4 divide H, G and F.
+  // s = 6, b = 2: N = 12 tokens, split 6 / 3 rows per rank under SP.
+  const ModelConfig cfg = testing::small_model(
+      {.name = "tp-check", .vocab = 29, .hidden = 32, .layers = 2, .heads = 8, .kv_heads = 4, .ffn = 48, .max_seq = 64});
+  const std::int64_t s = 6, b = 2;
+  // Per stream row (bf16): x, h1, x2, h2 = 4·32·2 = 256 B, + rstd1, rstd2 = 8 B: 264 B.
+  // Per token, heads / ffn split over t (bf16 elements): q, a 2·(8/t)·4, k, v 2·(4/t)·4,
+  // g, u, z 3·48/t: 240 / t; probabilities (8/t)·6 = 48 / t.
+  //   t = 1: 12·264 = 3168 (stream) + 12·240·2 = 5760 (+ 12·48·2 = 1152 with none)
+  //   t = 2: TP 3168, SP 6·264 = 1584; split 2880 (+ 576);  t = 4: TP 3168, SP 792; split 1440 (+ 288)
+  //   full: the stream input x alone, 12·32·2 = 768 B, or 6·64 = 384, 3·64 = 192 under SP.
+  struct Case {
+    std::int64_t t;
+    bool sp;
+    Recompute r;
+    std::int64_t bytes;
+  };
+  const std::vector<Case> cases = {
+      {1, false, Recompute::none, 10080}, {1, false, Recompute::selective, 8928}, {1, false, Recompute::full, 768},
+      {1, true, Recompute::none, 10080},  {1, true, Recompute::selective, 8928},  {1, true, Recompute::full, 768},
+      {2, false, Recompute::none, 6624},  {2, false, Recompute::selective, 6048}, {2, false, Recompute::full, 768},
+      {2, true, Recompute::none, 5040},   {2, true, Recompute::selective, 4464},  {2, true, Recompute::full, 384},
+      {4, false, Recompute::none, 4896},  {4, false, Recompute::selective, 4608}, {4, false, Recompute::full, 768},
+      {4, true, Recompute::none, 2520},   {4, true, Recompute::selective, 2232},  {4, true, Recompute::full, 192},
+  };
+  for (const Case& c : cases) {
+    INFO("t = " << c.t << (c.sp ? " + SP" : "") << ", recompute " << recompute_name(c.r));
+    CHECK(course_layer_activation_bytes(cfg, s, b, c.r, 2, c.t, c.sp) == c.bytes);
+  }
+  // t = 1 is the single-device count the model's own declaration was checked against above.
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+    CHECK(course_layer_activation_bytes(cfg, s, b, r, 2, 1, false) == course_layer_activation_bytes(cfg, s, b, r, 2));
+  // fp32, t = 2 + SP, none: 6 rows·(4·32·4 + 8) + 12 tokens·(120 + 24)·4 = 3120 + 6912.
+  CHECK(course_layer_activation_bytes(cfg, s, b, Recompute::none, 4, 2, true) == 10032);
+
+  // What holds for every mode: SP divides the whole layer by t (every tensor is split: the
+  // stream by rows, the rest by heads / ffn); TP alone leaves the replicated stream,
+  // N·(4·C·e + 8) = 3168 B, on every rank, so TP − SP = (1 − 1/t)·3168 (full: the input x).
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    const std::int64_t one = course_layer_activation_bytes(cfg, s, b, r, 2);
+    for (std::int64_t t : {2, 4}) {
+      INFO("t = " << t << ", recompute " << recompute_name(r));
+      const std::int64_t tp = course_layer_activation_bytes(cfg, s, b, r, 2, t, false);
+      const std::int64_t sp = course_layer_activation_bytes(cfg, s, b, r, 2, t, true);
+      CHECK(t * sp == one);
+      CHECK(tp - sp == (r == Recompute::full ? 768 : 3168) * (t - 1) / t);
+    }
+  }
+
+  // The split must be exact: t dividing H, G and F; with SP, N too (s = 5, b = 2: 10 tokens).
+  CHECK_THROWS_AS(course_layer_activation_bytes(cfg, s, b, Recompute::none, 2, 3, false), UsageError);  // 8 heads
+  CHECK_THROWS_AS(course_layer_activation_bytes(cfg, s, b, Recompute::none, 2, 8, false), UsageError);  // 4 kv heads
+  CHECK_THROWS_AS(course_layer_activation_bytes(cfg, s, b, Recompute::none, 2, 0, false), UsageError);
+  CHECK_THROWS_AS(course_layer_activation_bytes(cfg, 5, 2, Recompute::full, 2, 4, true), UsageError);
+  CHECK(course_layer_activation_bytes(cfg, 5, 2, Recompute::full, 2, 4, false) == 10 * 64);
+  CHECK(course_layer_activation_bytes(cfg, 5, 2, Recompute::full, 2, 2, true) == 5 * 64);
+  // 70B at t = 16: the calculator replicates the 8 kv heads, this course's model cannot.
+  CHECK_THROWS_WITH(
+      course_layer_activation_bytes(ModelConfig::builtin("llama3.1-70b"), 4096, 1, Recompute::none, 2, 16, true),
+      Catch::Contains("the kv heads (8)"));
 }
 
 TEST_CASE("impossible layouts are usage errors with one clear message", "[calc][validate]") {

@@ -56,6 +56,42 @@ TEST_CASE("the figures' sweeps: rows, order and values", "[calc][sweep]") {
   for (const std::string& name : figure_names()) CHECK_NOTHROW(figure_by_name(name));
 }
 
+TEST_CASE("the TP figure: 70B at TP 1, 8, 16 without and with SP; activations from the playbook's formulas",
+          "[calc][sweep][tp]") {
+  const std::vector<SweepRow> rows = run_sweep(figure_tp());
+  const std::int64_t layouts = 5;  // TP 1; TP 8; TP 8 + SP; TP 16; TP 16 + SP
+  REQUIRE(rows.size() == 5 * layouts);
+  const std::int64_t h = 8192, a = 64, L = 80, b = 1;  // llama3.1-70b
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const TrainingSetup& st = rows[i].setup;
+    const std::int64_t t = st.tp, s = st.seq;
+    INFO("s = " << s << ", t = " << t << (st.sp ? " + SP" : ""));
+    const std::size_t k = i % layouts;
+    CHECK(s == (std::int64_t{1024} << (i / layouts)));
+    CHECK(t == (k == 0 ? 1 : k <= 2 ? 8 : 16));
+    CHECK(st.sp == (k == 2 || k == 4));
+    CHECK(st.model.name == "llama3.1-70b");
+    CHECK(st.precision == Precision::mixed);
+    CHECK(st.recompute == Recompute::none);
+    CHECK((st.dp == 1 && st.zero == 0 && st.cp == 1 && st.pp == 1));
+    // Per layer, 16-bit: TP s·b·h·(10 + 24/t + 5·a·s/(h·t)), TP + SP s·b·h·(34/t + 5·a·s/(h·t));
+    // t divides h, so every term is an integer.
+    const std::int64_t sbh = s * b * h, scores = 5 * a * s * s * b / t;
+    const std::int64_t layer = st.sp ? 34 * sbh / t + scores : 10 * sbh + 24 * sbh / t + scores;
+    CHECK(rows[i].memory.activations == L * layer);
+    if (st.sp) {  // SP moves activations only: the states are those of TP alone
+      const MemoryBreakdown& tp_only = rows[i - 1].memory;
+      CHECK(rows[i].memory.parameters == tp_only.parameters);
+      CHECK(rows[i].memory.optimizer == tp_only.optimizer);
+      CHECK(rows[i].memory.activations < tp_only.activations);
+    }
+  }
+  // t = 16 > 8 kv heads: each rank keeps one kv head (the parameter count checked in
+  // test_memory_model.cpp), bf16: 2 bytes each.
+  CHECK(rows[3].memory.parameters == 2 * 4'494'729'216);
+  CHECK(figure_by_name("tp").layouts.size() == static_cast<std::size_t>(layouts));
+}
+
 TEST_CASE("the sweep CSV: header, one line per row, values as computed; written to a new folder",
           "[calc][sweep][csv]") {
   const std::vector<SweepRow> rows = run_sweep(figure_zero());

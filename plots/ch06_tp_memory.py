@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Chapter 06: per-GPU memory of Llama 3.1 70B with tensor parallelism TP = 1, 8, 16, without and
+with sequence parallelism, vs sequence length (the playbook's TP / SP memory figure).
+
+Reads tp_memory.csv, the calculator's sweep (common/calc/memory_sweep.hpp; written by
+ch06_tensor_parallel into its out folder, or by `usp_calc --sweep tp --csv FILE`), and writes
+<out>/ch06_tp_memory.png: one panel per layout (TP 1, TP 8, TP 8 + SP, TP 16, TP 16 + SP), for
+each sequence length a stack of parameters, gradients, optimizer states and activations, with
+the 80 GB of an H100 as a dashed line. TP splits every linear weight (and the vocabulary) t ways;
+its activations per layer are s·b·h·(10 + 24/t + 5·a·s/(h·t)): the 10·s·b·h of the LayerNorm
+and dropout regions stay whole on every rank. SP splits those along the sequence too:
+s·b·h·(34/t + 5·a·s/(h·t)), and leaves the states as TP alone has them. Rows drawn: the first
+model found, mixed precision, no recomputation, dp = cp = pp = 1. Values are analytic, bytes per
+rank divided by 2^30: GiB (the playbook labels the same numbers "GB"); each panel has its own
+scale, and the number above a bar is its total.
+
+    python3 plots/ch06_tp_memory.py --in out/06_tensor_parallel --out plots/out
+    python3 plots/ch06_tp_memory.py --in tp_memory.csv
+"""
+import sys
+
+from figure_io import parse_args, plt, save  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
+
+CSV_NAME = "tp_memory.csv"
+H100_GIB = 80  # an H100's memory, in the unit of the axis (the playbook's "80 GB")
+
+
+def selected(rows):
+    """The first model, mixed precision, no recomputation, no DP/CP/PP:
+    (model, {(tp, sp): [row, ...] by seq}), layouts ordered by (tp, sp)."""
+    panels, model = {}, None
+    for r in rows:
+        if r["precision"] != "mixed" or r["recompute"] != "none":
+            continue
+        if any(int(r[k]) != 1 for k in ("dp", "cp", "pp")):
+            continue
+        model = model or r["model"]
+        if r["model"] == model:
+            panels.setdefault((int(r["tp"]), int(r["sp"])), []).append(r)
+    for layout in panels:
+        panels[layout].sort(key=lambda r: int(r["seq"]))
+    return model, dict(sorted(panels.items()))
+
+
+def layout_name(tp, sp):
+    return "no TP" if tp == 1 and not sp else f"TP {tp}" + (" + SP" if sp else "")
+
+
+def main():
+    args = parse_args(__doc__, "out/06_tensor_parallel", f"{CSV_NAME} or the folder holding it")
+
+    path = csv_path(args.inp, CSV_NAME)
+    model, panels = selected(read_rows(path, "tp"))
+    if not panels:
+        sys.exit(f"{path}: no rows with mixed precision, no recomputation and dp = cp = pp = 1")
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 4.6), squeeze=False)
+    for ax, ((tp, sp), rows) in zip(axes[0], panels.items()):
+        x = range(len(rows))
+        bottom = [0.0] * len(rows)
+        for column, _label, colour in CATEGORIES:
+            heights = [int(r[column]) / GIB for r in rows]
+            ax.bar(x, heights, 0.7, bottom=bottom, color=colour)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        for xi, total in zip(x, bottom):
+            ax.annotate(f"{total:,.0f}", (xi, total), ha="center", va="bottom", fontsize=7,
+                        xytext=(0, 2), textcoords="offset points")
+        ax.axhline(H100_GIB, color="black", linestyle="--", linewidth=1)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([r["seq"] for r in rows], fontsize=8)
+        ax.set_xlabel("sequence length")
+        ax.set_title(layout_name(tp, sp), fontsize=10)
+        ax.margins(y=0.08)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("memory per GPU (GiB)")
+    handles = [Patch(color=colour, label=label) for _c, label, colour in CATEGORIES]
+    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, label=f"H100: {H100_GIB} GB"))
+    axes[0][0].legend(handles=handles, fontsize=7.5, loc="upper left")
+    any_row = next(iter(panels.values()))[0]
+    fig.suptitle(f"{model} ({int(any_row['num_parameters']) / 1e9:.1f}B) per GPU with tensor parallelism, without "
+                 "and with sequence parallelism — mixed precision, no recomputation, b = 1", fontsize=11)
+    save(fig, args.out, "ch06_tp_memory.png", rect=(0, 0, 1, 0.95))
+
+
+if __name__ == "__main__":
+    main()
