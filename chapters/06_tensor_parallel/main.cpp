@@ -113,7 +113,7 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
   const std::int64_t global = world * s.grad_acc * cfg.mbs;
   out << "ch06_tensor_parallel: " << cfg.model.str() << " (Ψ = " << cfg.model.num_parameters()
       << " parameters), seq " << cfg.seq << ", " << dtype_name(cfg.dtype) << ", recompute "
-      << recompute_name(cfg.recompute) << "\n  W = " << world << " ranks; global batch " << global << " samples of "
+      << recompute_name(cfg.recompute) << "\n  W = " << world << (world == 1 ? " rank" : " ranks") << "; global batch " << global << " samples of "
       << cfg.seq << " tokens (micro-batches of " << cfg.mbs << "), " << cfg.steps << " AdamW steps per layout\n";
   for (const Variant& v : s.variants)
     out << "    " << v.layout.label() << ": dp = " << v.layout.dp << " replica(s) of t = " << v.layout.tp

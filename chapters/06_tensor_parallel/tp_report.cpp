@@ -122,9 +122,10 @@ double VariantsReport::max_loss_difference_allowed() const {
   // The layouts compute the same sums in other orders: the row blocks' t partial sums, the
   // replicas' averaged gradients, the loss's exp/log in double. In fp32 that is a few ulps per
   // op, moved through a few AdamW steps: 1e-4 of the loss (the tests measure below 1e-5). In
-  // bf16 every activation is rounded to 8 significant bits (2^-9 ≈ 2e-3 relative) after sums
-  // that differ in order: 1e-2.
-  return dtype == DType::bf16 ? 1e-2 : 1e-4;
+  // bf16 every activation is rounded to 8 significant bits after sums that differ in order; the
+  // mean over the batch's tokens averages those roundings, so a difference of one bf16 step of
+  // the loss itself (2^-8 relative) would be systematic, not rounding.
+  return dtype == DType::bf16 ? 1.0 / 256 : 1e-4;
 }
 
 bool VariantsReport::losses_agree() const { return max_relative_loss_difference() <= max_loss_difference_allowed(); }
@@ -164,7 +165,7 @@ void print_losses(std::ostream& out, const VariantsReport& r) {
   out << "\n1. The same steps on the same global batch under each layout (the mean loss over the batch)\n";
   t.print(out);
   char line[200];
-  std::snprintf(line, sizeof line, "  the losses agree across the layouts: %s (largest relative difference %.2g; allowed %.0e)\n",
+  std::snprintf(line, sizeof line, "  the losses agree across the layouts: %s (largest relative difference %.2g; allowed %.2g)\n",
                 r.losses_agree() ? "yes" : "NO", r.max_relative_loss_difference(), r.max_loss_difference_allowed());
   out << line;
 }
