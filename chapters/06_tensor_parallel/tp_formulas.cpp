@@ -51,7 +51,8 @@ CommCount count_comm(const TrainingConfig& cfg, const TpLayout& layout, std::int
   const std::vector<ParamInfo> shard = llama_param_layout(cfg.model, TpShard{layout.tp, tp_rank});
   const std::uint64_t e = dtype_size(cfg.dtype), k = static_cast<std::uint64_t>(micro_batches);
   const std::uint64_t L = static_cast<std::uint64_t>(cfg.model.layers);
-  const std::uint64_t N = static_cast<std::uint64_t>(cfg.mbs * cfg.seq), C = static_cast<std::uint64_t>(cfg.model.hidden);
+  const std::uint64_t N = static_cast<std::uint64_t>(cfg.mbs * cfg.seq);
+  const std::uint64_t C = static_cast<std::uint64_t>(cfg.model.hidden);
   // The whole stream [N, C]: activations in the activation dtype, its gradients in fp32.
   const std::uint64_t stream_act = N * C * e, stream_grad = N * C * 4;
   // Full recomputation runs every layer's forward a second time in backward, collectives included.

@@ -64,8 +64,8 @@ std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   const std::uint64_t s = static_cast<std::uint64_t>(steps);
   for (int op = 0; op < kNumCommOps; ++op)
     match = match && r.tp_comm.bytes_sent[op] == s * r.counted.tp_bytes[op] &&
-            r.tp_comm.calls[op] == s * r.counted.tp_calls[op] && r.dp_comm.bytes_sent[op] == s * r.counted.dp_bytes[op] &&
-            r.dp_comm.calls[op] == s * r.counted.dp_calls[op];
+            r.tp_comm.calls[op] == s * r.counted.tp_calls[op] &&
+            r.dp_comm.bytes_sent[op] == s * r.counted.dp_bytes[op] && r.dp_comm.calls[op] == s * r.counted.dp_calls[op];
   v.push_back(match ? 1 : 0);
   v.push_back(static_cast<std::int64_t>(std::llround(r.median_step_seconds() * 1e9)));
   return v;
@@ -165,7 +165,8 @@ void print_losses(std::ostream& out, const VariantsReport& r) {
   out << "\n1. The same steps on the same global batch under each layout (the mean loss over the batch)\n";
   t.print(out);
   char line[200];
-  std::snprintf(line, sizeof line, "  the losses agree across the layouts: %s (largest relative difference %.2g; allowed %.2g)\n",
+  std::snprintf(line, sizeof line,
+                "  the losses agree across the layouts: %s (largest relative difference %.2g; allowed %.2g)\n",
                 r.losses_agree() ? "yes" : "NO", r.max_relative_loss_difference(), r.max_loss_difference_allowed());
   out << line;
 }
@@ -199,9 +200,8 @@ void print_memory(std::ostream& out, const VariantsReport& r) {
     a.add(std::move(row));
   }
   a.print(out);
-  out << "  measured = formula on every rank: "
-      << (r.all_equal("layer_activation_measured", "layer_activation_formula") ? "yes, exactly" : "NO (see tp_variants.csv)")
-      << "\n";
+  const bool exact = r.all_equal("layer_activation_measured", "layer_activation_formula");
+  out << "  measured = formula on every rank: " << (exact ? "yes, exactly" : "NO (see tp_variants.csv)") << "\n";
 }
 
 void print_comm(std::ostream& out, const VariantsReport& r) {
