@@ -236,8 +236,9 @@ void print_speed(std::ostream& out, const VariantsReport& r) {
                    {.header = "tokens/s", .format = " %10.0f"}});
   for (std::size_t i = 0; i < r.results.size(); ++i) t.add(rank0_row(r, i, {"step_seconds", "tokens_per_second"}));
   t.print(out);
-  out << "  (CPU ranks sharing a few cores: the collectives cost time the cores would otherwise compute in;\n"
-         "   on GPUs linked by NVLink the same bytes move beside the compute)\n";
+  out << "  (CPU ranks sharing a few cores: these times mostly say how the cores were shared. On GPUs, TP's\n"
+         "   collectives sit on the critical path: each block waits for its all-reduce (or reduce-scatter)\n"
+         "   before the next can start, which is why TP stays within a node's fast links)\n";
 }
 
 void write_variants_json(JsonWriter& j, const VariantsReport& r) {
