@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "chapters/04_data_parallel/unit_spans.hpp"
+#include "common/model/unit_spans.hpp"
 
 namespace usp::ch04 {
 

@@ -5,7 +5,7 @@
 
 #include "common/trace.hpp"
 #include "common/train/training_summary.hpp"
-#include "chapters/04_data_parallel/unit_spans.hpp"
+#include "common/model/unit_spans.hpp"
 
 namespace usp::ch04 {
 

@@ -1,5 +1,219 @@
-// ch06_tensor_parallel (work in progress)
+// ch06_tensor_parallel: the playbook's "Tensor Parallelism" and "Sequence Parallelism" on the
+// run's W ranks.
+//
+//   1. The layouts side by side: for each t of --tp that divides W, t-way tensor parallelism
+//      (Megatron-LM's column and row blocks) on dp = W / t data-parallel replicas, without and
+//      with sequence parallelism (--sp). Each trains the same steps on the same global batch from
+//      the same initial weights, so the losses agree; the final parameters' largest difference
+//      from the first layout's shows it too.
+//   2. Each rank's memory by category, and one layer's saved activations against the course's
+//      formula: TP divides what the column blocks make by t, SP the stream's tensors too.
+//   3. The bytes each rank sends per step, by collective, against the operator count: TP's
+//      all-reduces become SP's all-gathers and reduce-scatters, for the same bytes.
+//   4. The step time, and a trace of each layout's last step (plots/ch06_tp_traces.py).
+// Writes <out>/summary.json, tp_variants.csv (plots/ch06_activation_vs_t.py) and the traces
+// trace_tp<t>[_sp].{json,csv} (plots/ch06_tp_traces.py).
+//
+//   mpirun -np 4 build/bin/ch06_tensor_parallel [--tp 1,2,4] [--sp both] [--grad-acc 1]
+//                                               [--save DIR] [--load DIR]
+//   ./usp run 06
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chapters/06_tensor_parallel/tp_checkpoint.hpp"
+#include "chapters/06_tensor_parallel/tp_report.hpp"
+#include "chapters/06_tensor_parallel/tp_run.hpp"
+#include "common/calc/memory_sweep.hpp"
+#include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
+#include "common/train/training_summary.hpp"
+
+namespace {
+
+using namespace usp;
+using namespace usp::ch06;
+
+struct Setup {
+  TrainingInputs in;
+  std::vector<Variant> variants = {};
+  std::vector<int> skipped = {};  // t of the default --tp that do not divide the world size
+  std::int64_t grad_acc = 0;      // micro-batches per rank at t = 1 (dp = W)
+};
+
+std::vector<int> parse_tp_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t used = 0;
+    int t = 0;
+    try {
+      t = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || t < 1)
+      throw UsageError("--tp expects a comma-separated list of tensor-parallel sizes >= 1, e.g. 1,2,4; got '" + item +
+                       "'");
+    for (int seen : out)
+      if (seen == t) throw UsageError("--tp lists t = " + std::to_string(t) + " twice");
+    out.push_back(t);
+  }
+  if (out.empty()) throw UsageError("--tp must name at least one tensor-parallel size, e.g. 1,2,4");
+  return out;
+}
+
+// The layouts of --tp and --sp on `world` ranks, each checked (check_tp_layout) against the
+// model and the micro-batch.
+void plan_variants(Setup& s, const Cli& cli, int world) {
+  const TrainingConfig& cfg = s.in.config;
+  const std::string sp = cli.get_string("sp");
+  for (int t : parse_tp_list(cli.get_string("tp"))) {
+    if (world % t != 0) {
+      if (cli.given("tp"))
+        throw UsageError("--tp " + std::to_string(t) + " does not divide the " + std::to_string(world) +
+                         " ranks of this run (each of the dp = W / t replicas is t ranks)");
+      s.skipped.push_back(t);
+      continue;
+    }
+    const int dp = world / t;
+    std::vector<bool> modes;
+    if (t == 1 || sp != "on") modes.push_back(false);  // t = 1 has no group to split the stream over
+    if (t > 1 && sp != "off") modes.push_back(true);
+    for (bool with_sp : modes)
+      s.variants.push_back({TpLayout{dp, t, with_sp}, s.grad_acc * t, "trace_" + variant_name({dp, t, with_sp})});
+  }
+  if (sp == "on" && std::none_of(s.variants.begin(), s.variants.end(), [](const Variant& v) { return v.layout.sp; }))
+    s.variants.push_back({TpLayout{world, 1, true}, s.grad_acc, ""});  // check_tp_layout says why not
+  if (s.variants.empty())
+    throw UsageError("--tp " + cli.get_string("tp") + ": no t divides the " + std::to_string(world) + " ranks");
+  for (const Variant& v : s.variants) check_tp_layout(v.layout, world, cfg.model, cfg.mbs, cfg.seq);
+}
+
+// Reads and checks the flags; every rank agrees on the outcome (one message on failure).
+Setup read_setup(Runtime& rt, const Cli& cli) {
+  Setup s{agree_training_inputs(rt, cli)};
+  rt.agree([&] {
+    // The global batch of W × grad-acc × mbs samples: a layout with dp = W / t replicas runs
+    // grad-acc × t micro-batches per replica, so every layout sees the same samples per step.
+    s.grad_acc = resolve_grad_acc(cli, s.in.config.mbs, rt.size());
+    plan_variants(s, cli, rt.size());
+    if (!cli.get_string("save").empty() && cli.get_string("save") == cli.get_string("load"))
+      throw UsageError("--save and --load name the same directory '" + cli.get_string("save") + "'");
+  });
+  return s;
+}
+
+void print_intro(std::ostream& out, const Setup& s, int world) {
+  const TrainingConfig& cfg = s.in.config;
+  const std::int64_t global = world * s.grad_acc * cfg.mbs;
+  out << "ch06_tensor_parallel: " << cfg.model.str() << " (Ψ = " << cfg.model.num_parameters()
+      << " parameters), seq " << cfg.seq << ", " << dtype_name(cfg.dtype) << ", recompute "
+      << recompute_name(cfg.recompute) << "\n  W = " << world << (world == 1 ? " rank" : " ranks") << "; global batch "
+      << global << " samples of "
+      << cfg.seq << " tokens (micro-batches of " << cfg.mbs << "), " << cfg.steps << " AdamW steps per layout\n";
+  for (const Variant& v : s.variants)
+    out << "    " << v.layout.label() << ": dp = " << v.layout.dp << " replica(s) of t = " << v.layout.tp
+        << " rank(s), " << v.micro_batches << " micro-batch(es) per replica and step\n";
+  for (int t : s.skipped) out << "  note: t = " << t << " does not divide the " << world << " ranks: skipped\n";
+  if (world == 1)
+    out << "  note: on one rank only t = 1 fits (no tensor parallelism). Run it on several ranks:\n"
+           "        mpirun -np 4 build/bin/ch06_tensor_parallel (or ./usp run 06)\n";
+}
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch06_tensor_parallel",
+          "tensor parallelism (Megatron-LM's column and row blocks) and sequence parallelism on a dp × tp mesh");
+  cli.add_common("out/06_tensor_parallel");
+  add_training_flags(cli, {"usp-small", 128, 2, 3, 3e-3});
+  cli.add_string("tp", "1,2,4",
+                 "tensor-parallel sizes t to run side by side, comma-separated; each on dp = W / t replicas "
+                 "(by default the t that divide the world size W)");
+  cli.add_choice("sp", "both", {"off", "on", "both"},
+                 "sequence parallelism at every t > 1: off, on, or both (each t with and without)");
+  cli.add_int("grad-acc", 1,
+              "micro-batches per rank per optimizer step at t = 1 (dp = W); a layout of dp = W / t replicas runs "
+              "grad-acc × t per replica, on the same global batch",
+              1, 1024);
+  cli.add_int("global-batch", 0, "samples per step over all ranks; sets --grad-acc (0: mbs × grad-acc × W)", 0,
+              1 << 24);
+  cli.add_string("save", "", "after the last layout's steps, save its model here (a whole Hugging Face checkpoint)");
+  cli.add_string("load", "", "start every layout from this checkpoint (any TP degree) instead of the seed's weights");
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const Setup setup = read_setup(rt, cli);
+  const TrainingConfig& cfg = setup.in.config;
+  const int world = rt.size();
+  const std::string out = cli.get_string("out");
+  if (rt.is_root()) print_intro(std::cout, setup, world);
+  // Everything that is not a layout's own traffic (losses, traces, comparisons) goes over a
+  // second communicator, so that the trainer's groups count exactly what the layouts communicate.
+  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  make_dirs(out);
+
+  const std::string load = cli.get_string("load"), save = cli.get_string("save");
+  std::vector<VariantResult> results;
+  for (std::size_t i = 0; i < setup.variants.size(); ++i) {
+    TrainerHooks hooks;
+    if (!load.empty())  // a missing or mismatched checkpoint is a UsageError on every rank
+      hooks.before_training = [&](TpTrainer& trainer) { rt.agree([&] { load_tp_checkpoint(trainer, load); }); };
+    if (!save.empty() && i + 1 == setup.variants.size())
+      hooks.after_training = [&](TpTrainer& trainer) {
+        rt.agree([&] { save_tp_checkpoint(rt.world(), trainer, save); });
+      };
+    // Every layout runs the blocks of exercise 06.1 and the loss of 06.2: while they are stubs,
+    // nothing can train (skipped on every rank together).
+    const std::string missing = rt.skip_if_not_implemented([&] {
+      results.push_back(run_variant(rt.world(), *metrics, cfg, *setup.in.data, setup.variants[i], out, hooks));
+    });
+    if (!missing.empty()) {
+      if (rt.is_root())
+        std::cout << "\nthe layouts: skipped until exercises 06.1 and 06.2 are written (" << missing << ")\n";
+      return 0;
+    }
+  }
+  const double tokens_per_step = static_cast<double>(world * setup.grad_acc * cfg.tokens_per_micro_batch());
+  const VariantsReport report = gather_variants(*metrics, std::move(results), cfg.steps, tokens_per_step, cfg.dtype);
+  if (rt.is_root()) {
+    print_losses(std::cout, report);
+    print_memory(std::cout, report);
+    print_comm(std::cout, report);
+    print_speed(std::cout, report);
+    report.numbers.write_csv(out + "/tp_variants.csv");
+    calc::write_sweep_csv(out + "/tp_memory.csv", calc::run_sweep(calc::figure_tp()));
+  }
+
+  JsonWriter j;
+  j.begin_object().field("world", world).field("grad_acc", setup.grad_acc);
+  j.field("global_batch", world * setup.grad_acc * cfg.mbs).field("num_parameters", cfg.model.num_parameters());
+  write_variants_json(j, report);
+  j.end_object();
+  // The top-level losses, memory and comm_bytes are the last layout's (its peaks are the
+  // tracker's since that layout began, its bytes those of its tp and dp groups); "results" holds
+  // every layout.
+  const VariantResult& last = report.results.back();
+  CommStats traffic = last.tp_comm;
+  for (int op = 0; op < kNumCommOps; ++op) {
+    traffic.calls[op] += last.dp_comm.calls[op];
+    traffic.payload_bytes[op] += last.dp_comm.payload_bytes[op];
+    traffic.bytes_sent[op] += last.dp_comm.bytes_sent[op];
+  }
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "06_tensor_parallel", .losses = last.losses,
+                          .tokens_per_second = tokens_per_step / last.median_step_seconds(),
+                          .dp = last.variant.layout.dp, .tp = last.variant.layout.tp, .flags_json = cli.values_json(),
+                          .chapter_json = j.str(), .comm = &traffic});
+  if (rt.is_root())
+    std::cout << "\nwrote " << out << "/summary.json, tp_variants.csv and the traces trace_tp*.{json,csv}"
+              << (save.empty() ? "" : "; the last layout's model to " + save) << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime&) { return 0; });
+  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
 }

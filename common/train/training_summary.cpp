@@ -35,7 +35,7 @@ void write_training_summary(Communicator& world, const std::string& path, const 
   const MemCounts peak = tracker.peak();
   for (int c = 0; c < kNumMemCategories; ++c) mine.push_back(peak.bytes[static_cast<std::size_t>(c)]);
   mine.push_back(tracker.peak_total());
-  const CommStats stats = world.stats();
+  const CommStats stats = s.comm ? *s.comm : world.stats();
   for (int op = 0; op < kNumCommOps; ++op) mine.push_back(static_cast<std::int64_t>(stats.bytes_sent[static_cast<std::size_t>(op)]));
   const auto all = gather_int64(world, mine);
   if (world.rank() != 0) return;

@@ -21,6 +21,9 @@ struct TrainingSummary {
   int dp = 1, tp = 1, cp = 1, pp = 1, ep = 1;
   std::string flags_json = "{}";       // Cli::values_json()
   std::string chapter_json = "{}";     // the chapter's own results, an object
+  // This rank's training traffic, when it went over other communicators than world (a mesh's
+  // groups); null: world's own counters.
+  const CommStats* comm = nullptr;
 };
 
 // Every rank's values gathered on every rank (collective over comm): [rank][i].

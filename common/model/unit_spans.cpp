@@ -1,11 +1,11 @@
-#include "chapters/04_data_parallel/unit_spans.hpp"
+#include "common/model/unit_spans.hpp"
 
 #include <memory>
 #include <vector>
 
 #include "common/trace.hpp"
 
-namespace usp::ch04 {
+namespace usp {
 
 std::string unit_name(int unit, int layers) {
   if (unit == 0) return "embedding";
@@ -32,4 +32,4 @@ void trace_units(ModelHooks& hooks, int layers) {
   hooks.after_backward = [close](int unit) { close(kBackwardPrefix, unit); };
 }
 
-}  // namespace usp::ch04
+}  // namespace usp

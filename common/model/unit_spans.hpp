@@ -1,4 +1,4 @@
-// The compute side of the chapter's timelines: each model unit's forward and backward recorded
+// The compute side of the chapters' timelines: each model unit's forward and backward recorded
 // as a span on the "compute" stream of the trace (common/trace.hpp), through the model's hooks.
 // The communication side comes from the communicator itself: with the tracer on, the MPI
 // backend records every op as a "comm" span from when its progress thread starts it to when it
@@ -11,7 +11,7 @@
 
 #include "common/model/model.hpp"
 
-namespace usp::ch04 {
+namespace usp {
 
 // "embedding" (unit 0), "layer i" (unit i + 1), "head" (unit layers + 1).
 std::string unit_name(int unit, int layers);
@@ -23,4 +23,4 @@ void trace_units(ModelHooks& hooks, int layers);
 // The span-name prefix of backward compute (what comm_overlap.hpp measures overlap against).
 inline constexpr const char* kBackwardPrefix = "backward ";
 
-}  // namespace usp::ch04
+}  // namespace usp

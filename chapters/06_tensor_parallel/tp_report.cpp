@@ -1,0 +1,262 @@
+#include "chapters/06_tensor_parallel/tp_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/train/training_summary.hpp"
+
+namespace usp::ch06 {
+
+namespace {
+
+constexpr double kMiB = 1048576.0, kKiB = 1024.0;
+constexpr MemCategory kCategories[] = {MemCategory::Parameter,  MemCategory::Gradient,   MemCategory::OptimizerState,
+                                       MemCategory::Activation, MemCategory::CommBuffer, MemCategory::Temporary};
+constexpr MemCategory kState[] = {MemCategory::Parameter, MemCategory::Gradient, MemCategory::OptimizerState};
+// The collectives the layouts use: on the tensor-parallel group all three, on the data-parallel
+// group the gradient all-reduce.
+constexpr CommOp kTpOps[] = {CommOp::all_reduce, CommOp::reduce_scatter, CommOp::all_gather};
+
+std::string tp_key(const char* what, CommOp op) { return std::string(what) + "_tp_" + comm_op_name(op); }
+std::string dp_key(const char* what) { return std::string(what) + "_dp_all_reduce"; }
+
+// tp_variants.csv's columns: the variant's description, then what each rank contributes
+// (measured(), in this order), then the step time and the throughput.
+report::Table variant_numbers_table() {
+  std::vector<report::Column> c = {{.key = "label"}, {.key = "tp"}, {.key = "sp"}, {.key = "dp"},
+                                   {.key = "micro_batches"}, {.key = "rank"}};
+  c.push_back({.key = "tp_rank"});
+  c.push_back({.key = "dp_rank"});
+  for (MemCategory m : kCategories) c.push_back({.key = std::string("peak_") + mem_category_name(m)});
+  c.push_back({.key = "peak_total"});
+  for (MemCategory m : kState) c.push_back({.key = std::string("resident_") + mem_category_name(m)});
+  c.push_back({.key = "layer_activation_measured"});
+  c.push_back({.key = "layer_activation_formula"});
+  for (const char* what : {"sent", "counted", "calls", "counted_calls"}) {
+    for (CommOp op : kTpOps) c.push_back({.key = tp_key(what, op)});
+    c.push_back({.key = dp_key(what)});
+  }
+  c.push_back({.key = "comm_matches_count"});  // every op's bytes and calls, on both groups
+  c.push_back({.key = "step_seconds"});
+  c.push_back({.key = "tokens_per_second"});
+  return report::Table(std::move(c));
+}
+
+std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
+  std::vector<std::int64_t> v = {r.tp_rank, r.dp_rank};
+  for (MemCategory c : kCategories) v.push_back(r.peak[c]);
+  v.push_back(r.peak_total);
+  for (MemCategory c : kState) v.push_back(r.resident[c]);
+  v.insert(v.end(), {r.layer_saved, r.layer_formula});
+  const auto per_step = [&](std::uint64_t x) { return static_cast<std::int64_t>(x) / steps; };
+  const int ar = static_cast<int>(CommOp::all_reduce);
+  for (CommOp op : kTpOps) v.push_back(per_step(r.tp_comm.sent(op)));
+  v.push_back(per_step(r.dp_comm.sent(CommOp::all_reduce)));
+  for (CommOp op : kTpOps) v.push_back(static_cast<std::int64_t>(r.counted.tp_bytes[static_cast<int>(op)]));
+  v.push_back(static_cast<std::int64_t>(r.counted.dp_bytes[ar]));
+  for (CommOp op : kTpOps) v.push_back(per_step(r.tp_comm.count(op)));
+  v.push_back(per_step(r.dp_comm.count(CommOp::all_reduce)));
+  for (CommOp op : kTpOps) v.push_back(static_cast<std::int64_t>(r.counted.tp_calls[static_cast<int>(op)]));
+  v.push_back(static_cast<std::int64_t>(r.counted.dp_calls[ar]));
+  // Exact, over every kind of op and all steps (not per step, which would round).
+  bool match = true;
+  const std::uint64_t s = static_cast<std::uint64_t>(steps);
+  for (int op = 0; op < kNumCommOps; ++op)
+    match = match && r.tp_comm.bytes_sent[op] == s * r.counted.tp_bytes[op] &&
+            r.tp_comm.calls[op] == s * r.counted.tp_calls[op] &&
+            r.dp_comm.bytes_sent[op] == s * r.counted.dp_bytes[op] && r.dp_comm.calls[op] == s * r.counted.dp_calls[op];
+  v.push_back(match ? 1 : 0);
+  v.push_back(static_cast<std::int64_t>(std::llround(r.median_step_seconds() * 1e9)));
+  return v;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return d;
+}
+
+std::int64_t as_int(const report::Value& v) { return std::get<std::int64_t>(v); }
+
+// The variant's label, then rank 0's values of `keys`.
+std::vector<report::Value> rank0_row(const VariantsReport& r, std::size_t i, const std::vector<std::string>& keys) {
+  std::vector<report::Value> row;
+  row.emplace_back(r.results[i].variant.layout.label());
+  for (const std::string& k : keys) row.push_back(r.rank0(i, k));
+  return row;
+}
+
+// The layout's label, padded to 18 characters on the terminal: printf pads bytes, and "×" is two.
+report::Column label_column() {
+  return {.header = "", .format = "%s", .text = [](const report::Value& v) {
+            std::string s = std::get<std::string>(v);
+            std::size_t chars = 0;
+            for (unsigned char ch : s) chars += (ch & 0xC0) != 0x80;  // UTF-8: count the lead bytes
+            return s + std::string(chars < 18 ? 18 - chars : 0, ' ');
+          }, .header_width = 18};
+}
+
+}  // namespace
+
+const report::Value& VariantsReport::rank0(std::size_t variant, const std::string& key) const {
+  return numbers.at(variant * static_cast<std::size_t>(world), key);
+}
+
+bool VariantsReport::all_equal(const std::string& key, const std::string& other) const {
+  for (std::size_t row = 0; row < numbers.rows(); ++row)
+    if (numbers.at(row, key) != numbers.at(row, other)) return false;
+  return true;
+}
+
+double VariantsReport::max_relative_loss_difference() const {
+  double d = 0;
+  for (const VariantResult& v : results)
+    for (std::size_t s = 0; s < v.losses.size(); ++s)
+      d = std::max(d, std::fabs(v.losses[s] - results[0].losses[s]) / std::fabs(results[0].losses[s]));
+  return d;
+}
+
+double VariantsReport::max_loss_difference_allowed() const {
+  // The layouts compute the same sums in other orders: the row blocks' t partial sums, the
+  // replicas' averaged gradients, the loss's exp/log in double. In fp32 that is a few ulps per
+  // op, moved through a few AdamW steps: 1e-4 of the loss (the tests measure below 1e-5). In
+  // bf16 every activation is rounded to 8 significant bits after sums that differ in order; the
+  // mean over the batch's tokens averages those roundings, so a difference of one bf16 step of
+  // the loss itself (2^-8 relative) would be systematic, not rounding.
+  return dtype == DType::bf16 ? 1.0 / 256 : 1e-4;
+}
+
+bool VariantsReport::losses_agree() const { return max_relative_loss_difference() <= max_loss_difference_allowed(); }
+
+VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult> results, std::int64_t steps,
+                               double tokens_per_step, DType dtype) {
+  VariantsReport r{std::move(results), variant_numbers_table(), metrics.size(), steps, tokens_per_step, dtype};
+  for (const VariantResult& v : r.results) {
+    const auto per_rank = gather_int64(metrics, measured(v, steps));
+    const TpLayout& l = v.variant.layout;
+    for (int k = 0; k < r.world; ++k) {
+      const std::vector<std::int64_t>& m = per_rank[static_cast<std::size_t>(k)];
+      std::vector<report::Value> row = {l.label(), std::int64_t{l.tp}, std::int64_t{l.sp ? 1 : 0}, std::int64_t{l.dp},
+                                        v.variant.micro_batches, std::int64_t{k}};
+      row.insert(row.end(), m.begin(), m.end() - 1);
+      const double seconds = static_cast<double>(m.back()) / 1e9;
+      row.emplace_back(seconds);
+      row.emplace_back(seconds > 0 ? tokens_per_step / seconds : 0.0);
+      r.numbers.add(std::move(row));
+    }
+  }
+  return r;
+}
+
+void print_losses(std::ostream& out, const VariantsReport& r) {
+  std::vector<report::Column> c = {label_column()};
+  for (std::size_t step = 0; step < r.results[0].losses.size(); ++step)
+    c.push_back({.header = "loss " + std::to_string(step), .format = "  %-11.7f"});
+  c.push_back({.header = "max|Δw| vs " + r.results[0].variant.layout.label(), .format = "  %.3g"});
+  report::Table t(std::move(c));
+  for (const VariantResult& v : r.results) {
+    std::vector<report::Value> row = {v.variant.layout.label()};
+    row.insert(row.end(), v.losses.begin(), v.losses.end());
+    row.push_back(max_abs_diff(v.parameters, r.results[0].parameters));
+    t.add(std::move(row));
+  }
+  out << "\n1. The same steps on the same global batch under each layout (the mean loss over the batch)\n";
+  t.print(out);
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "  the losses agree across the layouts: %s (largest relative difference %.2g; allowed %.2g)\n",
+                r.losses_agree() ? "yes" : "NO", r.max_relative_loss_difference(), r.max_loss_difference_allowed());
+  out << line;
+}
+
+void print_memory(std::ostream& out, const VariantsReport& r) {
+  out << "\n2. Memory per rank (rank 0; MiB): the state kept between steps, and the peaks\n";
+  const auto mib = [](const char* header, const char* format) {
+    return report::Column{.header = header, .format = format, .scale = 1 / kMiB};
+  };
+  report::Table t({label_column(), mib("params", " %8.3f"), mib("grads", " %8.3f"), mib("optimizer", " %9.3f"),
+                   mib("peak:param", " | %10.3f"), mib("grads", " %8.3f"), mib("optimizer", " %9.3f"),
+                   mib("activation", " %10.3f"), mib("comm buf", " %8.3f"), mib("temporary", " %9.3f"),
+                   mib("total", " %8.3f")});
+  for (std::size_t i = 0; i < r.results.size(); ++i)
+    t.add(rank0_row(r, i, {"resident_parameter", "resident_gradient", "resident_optimizer_state", "peak_parameter",
+                           "peak_gradient", "peak_optimizer_state", "peak_activation", "peak_comm_buffer",
+                           "peak_temporary", "peak_total"}));
+  t.print(out);
+  out << "  (the peaks of the categories need not be simultaneous: total is the peak of their sum)\n";
+
+  out << "\n   One decoder layer's saved activations (rank 0; KiB): measured by the tracker while the layer\n"
+         "   ran forward, and the course's count (tp_formulas.hpp: the stream's tensors whole on every rank\n"
+         "   under TP, split by rows under SP; the rest split by t); ratio: measured / the first layout's\n";
+  const double base = static_cast<double>(as_int(r.rank0(0, "layer_activation_measured")));
+  report::Table a({label_column(), {.header = "measured", .format = " %10.1f", .scale = 1 / kKiB},
+                   {.header = "formula", .format = " %10.1f", .scale = 1 / kKiB},
+                   {.header = "ratio", .format = " %8.3f"}});
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    std::vector<report::Value> row = rank0_row(r, i, {"layer_activation_measured", "layer_activation_formula"});
+    row.emplace_back(base > 0 ? static_cast<double>(as_int(r.rank0(i, "layer_activation_measured"))) / base : 0.0);
+    a.add(std::move(row));
+  }
+  a.print(out);
+  const bool exact = r.all_equal("layer_activation_measured", "layer_activation_formula");
+  out << "  measured = formula on every rank: " << (exact ? "yes, exactly" : "NO (see tp_variants.csv)") << "\n";
+}
+
+void print_comm(std::ostream& out, const VariantsReport& r) {
+  out << "\n3. Bytes sent per step (rank 0; MiB) by group and collective, and the calls per step\n";
+  const auto mib = [](const char* header, const char* format) {
+    return report::Column{.header = header, .format = format, .scale = 1 / kMiB};
+  };
+  report::Table t({label_column(), mib("tp all-reduce", " %13.3f"), mib("reduce-scatter", " %14.3f"),
+                   mib("all-gather", " %10.3f"), mib("dp all-reduce", " %13.3f"),
+                   {.header = "calls: AR", .format = " | %9lld"}, {.header = "RS", .format = " %4lld"},
+                   {.header = "AG", .format = " %4lld"}, {.header = "dp AR", .format = " %5lld"}});
+  for (std::size_t i = 0; i < r.results.size(); ++i)
+    t.add(rank0_row(r, i, {tp_key("sent", CommOp::all_reduce), tp_key("sent", CommOp::reduce_scatter),
+                           tp_key("sent", CommOp::all_gather), dp_key("sent"), tp_key("calls", CommOp::all_reduce),
+                           tp_key("calls", CommOp::reduce_scatter), tp_key("calls", CommOp::all_gather),
+                           dp_key("calls")}));
+  t.print(out);
+  bool all_match = true;
+  for (std::size_t row = 0; row < r.numbers.rows(); ++row)
+    all_match = all_match && as_int(r.numbers.at(row, "comm_matches_count")) == 1;
+  out << "  (per micro-batch and layer: TP forward 2 all-reduces of the stream [N, C], backward 2; TP+SP forward\n"
+         "   2 all-gathers + 2 reduce-scatters, backward 2 all-gathers of the output gradient + 2 reduce-scatters\n"
+         "   + 2 all-gathers re-gathering the column blocks' inputs; plus the embedding, the head and the loss's\n"
+         "   3 all-reduces of N floats; SP adds the norm weights' gradient all-reduces once per step)\n"
+      << "  measured = the operator count (tp_formulas.hpp), bytes and calls of every op, on every rank: "
+      << (all_match ? "yes, exactly" : "NO (see tp_variants.csv)") << "\n";
+}
+
+void print_speed(std::ostream& out, const VariantsReport& r) {
+  out << "\n4. Step time (rank 0; the median of the steps, wall clock) and throughput\n";
+  report::Table t({label_column(), {.header = "step ms", .format = " %9.1f", .scale = 1e3},
+                   {.header = "tokens/s", .format = " %10.0f"}});
+  for (std::size_t i = 0; i < r.results.size(); ++i) t.add(rank0_row(r, i, {"step_seconds", "tokens_per_second"}));
+  t.print(out);
+  out << "  (CPU ranks sharing a few cores: these times mostly say how the cores were shared. On GPUs, TP's\n"
+         "   collectives sit on the critical path: each block waits for its all-reduce (or reduce-scatter)\n"
+         "   before the next can start, which is why TP stays within a node's fast links)\n";
+}
+
+void write_variants_json(JsonWriter& j, const VariantsReport& r) {
+  j.field("losses_agree", r.losses_agree());
+  j.field("max_relative_loss_difference", r.max_relative_loss_difference());
+  j.key("variants").begin_array();
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    const VariantResult& v = r.results[i];
+    j.begin_object();
+    j.field("label", v.variant.layout.label()).field("name", variant_name(v.variant.layout));
+    j.key("losses").array(v.losses);
+    j.field("max_param_diff_vs_first", max_abs_diff(v.parameters, r.results[0].parameters));
+    j.key("rank0").begin_object();
+    r.numbers.write_json_fields(j, i * static_cast<std::size_t>(r.world));
+    j.end_object();
+    j.end_object();
+  }
+  j.end_array();
+}
+
+}  // namespace usp::ch06

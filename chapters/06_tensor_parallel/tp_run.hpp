@@ -1,0 +1,56 @@
+// One TP (+SP) layout trained for a few steps on the run's ranks and measured: the losses, this
+// rank's memory by category and one layer's saved activations (next to the course's formula),
+// the bytes it sent per collective on its tensor- and data-parallel groups (next to the operator
+// count), the step times, and the final parameters (to compare layouts with each other).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "chapters/06_tensor_parallel/tp_formulas.hpp"
+#include "chapters/06_tensor_parallel/tp_trainer.hpp"
+#include "common/data/dataset.hpp"
+#include "common/memory_tracker.hpp"
+
+namespace usp::ch06 {
+
+struct Variant {
+  TpLayout layout;
+  std::int64_t micro_batches = 1;  // per replica and step: the global batch / (dp · mbs)
+  std::string trace_name;          // "trace_tp2_sp": the last step's trace, <out>/<name>.{json,csv}
+};
+
+// "tp2_sp", "tp4", "tp1": the variant's name in file names.
+std::string variant_name(const TpLayout& layout);
+
+struct VariantResult {
+  Variant variant;
+  int tp_rank = 0, dp_rank = 0;
+  std::vector<double> losses;      // the global mean loss per step
+  MemCounts resident;              // this rank's tracked bytes after the last step
+  MemCounts peak;                  // this rank's peaks, from the trainer built (and loaded) to the end
+  std::int64_t peak_total = 0;     // the peak of the total (not the sum of the peaks)
+  std::int64_t layer_saved = 0;    // the tracker's Activation growth while layer 0 ran forward
+  std::int64_t layer_formula = 0;  // layer_activation_formula
+  CommStats tp_comm, dp_comm;      // this rank, all steps
+  CommCount counted;               // per step
+  std::vector<double> step_seconds;
+  std::vector<float> parameters;   // the final parameters, unsharded (the same on every rank)
+
+  double median_step_seconds() const;
+};
+
+// What the chapter does to a trainer around its steps (loading or saving a checkpoint); either
+// may be empty. Called on every rank.
+struct TrainerHooks {
+  std::function<void(TpTrainer&)> before_training, after_training;
+};
+
+// Trains cfg.steps steps of the variant on world's ranks. metrics: a communicator of the same
+// ranks for everything that is not training traffic (the loss average, the trace, the final
+// parameters), so that the trainer's groups count exactly what the layout communicates.
+VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
+                          const Variant& variant, const std::string& trace_dir, const TrainerHooks& hooks = {});
+
+}  // namespace usp::ch06
