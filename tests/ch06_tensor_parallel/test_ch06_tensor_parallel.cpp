@@ -14,6 +14,7 @@
 #include "chapters/06_tensor_parallel/tp_gather.hpp"
 #include "chapters/06_tensor_parallel/tp_trainer.hpp"
 #include "chapters/06_tensor_parallel/vocab_parallel_loss.hpp"
+#include "common/calc/memory_model.hpp"
 #include "common/comm/comm_volume.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/ops/ops.hpp"
@@ -381,6 +382,36 @@ TEST_CASE("TP and TP+SP in bf16 train like the single-rank bf16 baseline, to bf1
       // ≤ 1e-4 relative over 3 steps; bounded by 1e-3, a quarter of one bf16 ulp (2^-8) of the
       // loss. A lost reduction or shard is an O(1) error.
       CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-3 * base.losses[s]);
+    }
+  }
+}
+
+// ---- memory: each layer's saved activations = the course's formula, divided as TP and SP divide it
+
+TEST_CASE("each layer's saved activations per rank = the course's formula under TP and TP+SP", "[ch06][mpi]") {
+  Communicator& w = world();
+  const auto data = make_dataset("synthetic", 1);
+  for (const TpLayout& layout : layouts_for(w.size())) {
+    if (layout.dp > 1) continue;
+    for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        TrainingConfig cfg = tp_training();
+        cfg.recompute = mode;
+        cfg.dtype = dtype;
+        INFO(layout.label() << ", recompute " << recompute_name(mode) << ", " << dtype_name(dtype) << ", rank "
+                            << w.rank());
+        TpTrainer trainer(w, cfg, layout);
+        const Batch b = data->batch(0, 0, cfg.mbs, cfg.seq);
+        trainer.model().forward(b.inputs, b.targets);
+        const std::int64_t want = calc::course_layer_activation_bytes(
+            cfg.model, cfg.seq, cfg.mbs, mode, static_cast<std::int64_t>(dtype_size(dtype)), layout.tp, layout.sp);
+        for (std::int64_t l = 1; l <= cfg.model.layers; ++l) {
+          // The tracker's Activation growth while the layer ran, and what the layer declares.
+          CHECK(trainer.model().measured_saved_bytes()[static_cast<std::size_t>(l)] == want);
+          CHECK(trainer.model().saved_bytes()[static_cast<std::size_t>(l)] == want);
+        }
+        trainer.model().backward();
+      }
     }
   }
 }
