@@ -202,22 +202,11 @@ void write_stages_json(JsonWriter& j, const StagesReport& s, double tokens_per_s
 }
 
 void print_calculator(std::ostream& out, const std::vector<calc::SweepRow>& sweep) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   out << "\n4. The calculator: " << sweep.front().setup.model.name << " at DP = " << sweep.front().setup.dp
       << ", mixed precision, no recomputation, b = 1 (GiB per GPU)\n";
-  const auto gib = [](const char* header, const char* format) {
-    return report::Column{.header = header, .format = format, .scale = 1 / kGiB};
-  };
-  report::Table t({{.header = "stage", .format = "%-8s"}, gib("params", " %8.1f"), gib("grads", " %8.1f"),
-                   gib("optim", " %8.1f"), gib("states", " %8.1f"), gib("act. s=4096", " %12.1f"),
-                   gib("total", " %8.1f")});
-  for (const calc::SweepRow& row : sweep) {
-    if (row.setup.seq != 4096) continue;
-    const calc::MemoryBreakdown& m = row.memory;
-    t.add({row.setup.zero == 0 ? "DP" : "ZeRO-" + std::to_string(row.setup.zero), m.parameters, m.gradients,
-           m.optimizer, m.parameters + m.gradients + m.optimizer, m.activations, m.total()});
-  }
-  t.print(out);
+  calc::print_sweep_table(out, sweep, 4096, "stage", [](const calc::TrainingSetup& s) {
+    return s.zero == 0 ? std::string("DP") : "ZeRO-" + std::to_string(s.zero);
+  });
 }
 
 }  // namespace usp::ch05

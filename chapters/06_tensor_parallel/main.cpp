@@ -9,10 +9,12 @@
 //   2. Each rank's memory by category, and one layer's saved activations against the course's
 //      formula: TP divides what the column blocks make by t, SP the stream's tensors too.
 //   3. The bytes each rank sends per step, by collective, against the operator count: TP's
-//      all-reduces become SP's all-gathers and reduce-scatters, for the same bytes.
+//      all-reduces become SP's all-gathers and reduce-scatters (the same bytes), plus the
+//      all-gathers that fetch the column blocks' inputs again in backward.
 //   4. The step time, and a trace of each layout's last step (plots/ch06_tp_traces.py).
-// Writes <out>/summary.json, tp_variants.csv (plots/ch06_activation_vs_t.py) and the traces
-// trace_tp<t>[_sp].{json,csv} (plots/ch06_tp_traces.py).
+//   5. The calculator's Llama-3.1 70B at TP 1, 8 and 16 without and with SP (plots/ch06_tp_memory.py).
+// Writes <out>/summary.json, tp_variants.csv (plots/ch06_activation_vs_t.py), the traces
+// trace_tp<t>[_sp].{json,csv} (plots/ch06_tp_traces.py) and tp_memory.csv.
 //
 //   mpirun -np 4 build/bin/ch06_tensor_parallel [--tp 1,2,4] [--sp both] [--grad-acc 1]
 //                                               [--save DIR] [--load DIR]
@@ -183,7 +185,13 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     print_comm(std::cout, report);
     print_speed(std::cout, report);
     report.numbers.write_csv(out + "/tp_variants.csv");
-    calc::write_sweep_csv(out + "/tp_memory.csv", calc::run_sweep(calc::figure_tp()));
+    const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_tp());  // 5. the 70B figure
+    calc::write_sweep_csv(out + "/tp_memory.csv", sweep);
+    std::cout << "\n5. The calculator: " << sweep.front().setup.model.name
+              << ", mixed precision, no recomputation, b = 1 (GiB per GPU; plots/ch06_tp_memory.py draws every s)\n";
+    calc::print_sweep_table(std::cout, sweep, 4096, "layout", [](const calc::TrainingSetup& s) {
+      return "TP " + std::to_string(s.tp) + (s.sp ? " + SP" : "");
+    });
   }
 
   JsonWriter j;
@@ -207,7 +215,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                           .dp = last.variant.layout.dp, .tp = last.variant.layout.tp, .flags_json = cli.values_json(),
                           .chapter_json = j.str(), .comm = &traffic});
   if (rt.is_root())
-    std::cout << "\nwrote " << out << "/summary.json, tp_variants.csv and the traces trace_tp*.{json,csv}"
+    std::cout << "\nwrote " << out << "/summary.json, tp_variants.csv, tp_memory.csv and the traces trace_tp*.{json,csv}"
               << (save.empty() ? "" : "; the last layout's model to " + save) << "\n";
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "common/error.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::calc {
 
@@ -111,6 +112,25 @@ MemorySweep figure_by_name(const std::string& name) {
   std::string list;
   for (const auto& n : figure_names()) list += (list.empty() ? "" : ", ") + n;
   throw UsageError("unknown sweep '" + name + "' (known: " + list + ")");
+}
+
+void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows, std::int64_t seq,
+                       const std::string& label_header, const std::function<std::string(const TrainingSetup&)>& label) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const auto gib = [](const char* header, const char* format) {
+    return report::Column{.header = header, .format = format, .scale = 1 / kGiB};
+  };
+  const std::string act = "act. s=" + std::to_string(seq);
+  report::Table t({{.header = label_header, .format = "%-12s"}, gib("params", " %8.1f"), gib("grads", " %8.1f"),
+                   gib("optim", " %8.1f"), gib("states", " %8.1f"), gib(act.c_str(), " %12.1f"),
+                   gib("total", " %8.1f")});
+  for (const SweepRow& row : rows) {
+    if (row.setup.seq != seq) continue;
+    const MemoryBreakdown& m = row.memory;
+    t.add({label(row.setup), m.parameters, m.gradients, m.optimizer, m.parameters + m.gradients + m.optimizer,
+           m.activations, m.total()});
+  }
+  t.print(out);
 }
 
 }  // namespace usp::calc

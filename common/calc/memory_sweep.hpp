@@ -11,6 +11,8 @@
 //   parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,total_bytes
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,12 @@ MemorySweep figure_zero();
 // the 8 kv heads are replicated (one per rank, see memory_model.hpp); the playbook's activation
 // formula does not depend on them.
 MemorySweep figure_tp();
+
+// The rows at sequence length `seq` as a table in GiB per GPU (params, grads, optim, their sum,
+// activations, total), each row named by `label` (e.g. "ZeRO-2", "TP 8 + SP"): what a chapter
+// prints of its figure.
+void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows, std::int64_t seq,
+                       const std::string& label_header, const std::function<std::string(const TrainingSetup&)>& label);
 
 // The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero", "tp".
 std::vector<std::string> figure_names();
