@@ -17,7 +17,8 @@ struct LayerSaved {
   Tensor x;             // [n, C]  the layer input (the residual stream)
   Tensor h1, rstd1;     // [n, C], [n] f32: input RMSNorm output and 1/rms
   Tensor q, k, v;       // [N, Q], [N, K], [N, K]: projections, q and k after RoPE
-  Tensor probs;         // [B, H, T, T]: attention probabilities (Recompute::none only)
+  Tensor probs;         // [B, H, T, T]: attention probabilities (Recompute::none only), or under
+                        // context parallelism what its attention keeps (ContextParallel::saved)
   Tensor a;             // [N, Q]  attention output, the o_proj input
   Tensor x2;            // [n, C]  residual after attention
   Tensor h2, rstd2;     // [n, C], [n] f32: post-attention RMSNorm
@@ -112,8 +113,9 @@ LayerDims layer_dims(const ParamStore& P, const TensorParallel& tp, std::int64_t
 
 // One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
 // Fills s with what backward needs, as `keep` says.
-Tensor forward_layer(const ParamStore& P, TensorParallel& tp, std::int64_t layer, const Tensor& x, std::int64_t B,
-                     std::int64_t T, DType adt, Keep keep, const AttentionProbs& make_probs, LayerSaved& s) {
+Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* cp, std::int64_t layer, const Tensor& x,
+                     std::int64_t B, std::int64_t T, DType adt, Keep keep, const AttentionProbs& make_probs,
+                     LayerSaved& s) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(layer);
   const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
@@ -132,13 +134,16 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, std::int64_t layer
     tp.column_forward(h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, qkv);
   }
   Tensor q4 = q.reshape({B, T, H, D}), k4 = k.reshape({B, T, G, D}), v4 = v.reshape({B, T, G, D});
-  ops::rope_forward(q4, c.rope_theta);
-  ops::rope_forward(k4, c.rope_theta);
+  const Tensor positions = cp ? cp->positions(T) : Tensor();  // undefined: 0..T-1
+  ops::rope_forward(q4, c.rope_theta, positions);
+  ops::rope_forward(k4, c.rope_theta, positions);
 
   Tensor probs;  // undefined: the attention keeps its probabilities in a Temporary
   Tensor a = make({N, H * D}, adt);
   Tensor a4 = a.reshape({B, T, H, D});
-  if (make_probs) {
+  if (cp) {
+    cp->attention_forward(q4, k4, v4, a4, probs);  // probs: what the context-parallel attention keeps
+  } else if (make_probs) {
     // out = P·v from the f32 probabilities, as attention_forward does; the kept copy is rounded.
     const Tensor p32 = probs_from(make_probs, q4, k4);
     ops::attention_forward_from_probs(p32, v4, a4);
@@ -147,6 +152,7 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, std::int64_t layer
     if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, adt, MemCategory::Activation);
     ops::attention_forward(q4, k4, v4, a4, probs);
   }
+  if (cp && !keep_all) probs = Tensor();
 
   Tensor x2 = make({n, C}, adt);
   tp.row_forward(a, P.param(ip.o), x2);
@@ -180,8 +186,8 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, std::int64_t layer
 // One decoder layer backward. dy [N, C] f32 is the gradient of the layer output; on return it
 // holds the gradient of the layer input (the residual stream carries it through in place).
 // Parameter gradients are accumulated; each saved tensor is released once it has been used.
-void backward_layer(ParamStore& P, TensorParallel& tp, std::int64_t layer, LayerSaved& s, Tensor& dy, std::int64_t B,
-                    std::int64_t T, const ModelHooks& hooks) {
+void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, std::int64_t layer, LayerSaved& s,
+                    Tensor& dy, std::int64_t B, std::int64_t T, const ModelHooks& hooks) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(layer);
   const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
@@ -221,18 +227,24 @@ void backward_layer(ParamStore& P, TensorParallel& tp, std::int64_t layer, Layer
     Tensor dWo = P.grad(ip.o);
     tp.row_backward(dy, s.a, P.param(ip.o), da, dWo);
     ready(ip.o);
-    s.a = Tensor();
+    if (!cp) s.a = Tensor();  // context-parallel attention's backward reads its output
     // a = attention(q, k, v)
     Tensor dq = tmp({N, H * D}), dk = tmp({N, G * D}), dv = tmp({N, G * D});
     {
       Tensor da4 = da.reshape({B, T, H, D}), q4 = s.q.reshape({B, T, H, D});
       Tensor k4 = s.k.reshape({B, T, G, D}), v4 = s.v.reshape({B, T, G, D});
       Tensor dq4 = dq.reshape({B, T, H, D}), dk4 = dk.reshape({B, T, G, D}), dv4 = dv.reshape({B, T, G, D});
-      ops::attention_backward(da4, q4, k4, v4, s.probs, dq4, dk4, dv4);
+      const Tensor positions = cp ? cp->positions(T) : Tensor();
+      if (cp) {
+        cp->attention_backward(da4, q4, k4, v4, s.a.reshape({B, T, H, D}), s.probs, dq4, dk4, dv4);
+        s.a = Tensor();
+      } else {
+        ops::attention_backward(da4, q4, k4, v4, s.probs, dq4, dk4, dv4);
+      }
       s.probs = Tensor();
       s.v = Tensor();
-      ops::rope_backward(dq4, c.rope_theta);
-      ops::rope_backward(dk4, c.rope_theta);
+      ops::rope_backward(dq4, c.rope_theta, positions);
+      ops::rope_backward(dk4, c.rope_theta, positions);
     }
     // q, k, v = h1·Wqᵀ, h1·Wkᵀ, h1·Wvᵀ (reverse parameter order: v, k, q)
     Tensor dh1 = tmp({n, C});
@@ -318,6 +330,8 @@ double Model::forward(const Tensor& inputs, const Tensor& targets) {
   const ModelConfig& c = config();
   check_batch(c, inputs, targets);
   USP_CHECK(!impl_->have_forward, "Model::forward called twice without backward in between");
+  USP_CHECK(!(options_.context_parallel && attention_probs_),
+            "Model: a context-parallel attention and an attention-probabilities maker cannot both be set");
   Impl& m = *impl_;
   m.B = inputs.dim(0);
   m.T = inputs.dim(1);
@@ -349,7 +363,7 @@ double Model::forward(const Tensor& inputs, const Tensor& targets) {
     const int u = static_cast<int>(l) + 1;
     b0 = before(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
-    x = forward_layer(params_, *tp_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
+    x = forward_layer(params_, *tp_, options_.context_parallel, l, x, m.B, m.T, adt, keep, attention_probs_, s);
     saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
     after(u, b0);
   }
@@ -414,10 +428,10 @@ void Model::backward(float loss_scale) {
       const std::int64_t r0 = ops::flop_count();
       Tensor input = s.x;
       s.x = Tensor();
-      forward_layer(params_, *tp_, l, input, m.B, m.T, options_.activation_dtype, Keep::everything,
-                    attention_probs_, s);
+      forward_layer(params_, *tp_, options_.context_parallel, l, input, m.B, m.T, options_.activation_dtype,
+                    Keep::everything, attention_probs_, s);
       recompute += ops::flop_count() - r0;
-    } else if (options_.recompute == Recompute::selective) {
+    } else if (options_.recompute == Recompute::selective && !options_.context_parallel) {
       // The probabilities the forward dropped, rebuilt from the q and k the layer kept: the q·kᵀ
       // product. Without a maker of its own, attention_backward rebuilds them internally.
       const LayerDims d = layer_dims(params_, *tp_, N);
@@ -429,7 +443,7 @@ void Model::backward(float loss_scale) {
       }
       recompute += 2 * m.B * d.H * m.T * m.T * d.D;
     }
-    backward_layer(params_, *tp_, l, s, dx, m.B, m.T, hooks_);
+    backward_layer(params_, *tp_, options_.context_parallel, l, s, dx, m.B, m.T, hooks_);
     if (hooks_.after_backward) hooks_.after_backward(u);
   }
 
@@ -458,7 +472,8 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   tp_->embedding_forward(inputs.reshape({N}), params_.param(0), x);
   LayerSaved unused;
   for (std::int64_t l = 0; l < c.layers; ++l)
-    x = forward_layer(params_, *tp_, l, x, B, T, adt, Keep::nothing, attention_probs_, unused);
+    x = forward_layer(params_, *tp_, options_.context_parallel, l, x, B, T, adt, Keep::nothing, attention_probs_,
+                      unused);
   HeadSaved head;
   Tensor logits = forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
   Tensor unused_state;

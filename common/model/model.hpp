@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/model/config.hpp"
+#include "common/model/context_parallel.hpp"
 #include "common/model/params.hpp"
 #include "common/model/tensor_parallel.hpp"
 #include "common/tensor.hpp"
@@ -40,6 +41,10 @@ struct ModelOptions {
   // Tensor parallelism (chapter 06): the group's operations, for a ParamStore holding the
   // matching TpShard. Null: the single-device decoder. Not owned; must outlive the model.
   TensorParallel* tensor_parallel = nullptr;
+  // Context parallelism (chapter 07): the positions of this rank's tokens and the attention over
+  // the whole sequence. Null: the sequence is all here. Not owned; must outlive the model.
+  // Attention keeps no [T, T] probabilities then (Recompute none and selective keep the same).
+  ContextParallel* context_parallel = nullptr;
 };
 
 // Hooks let later chapters act inside forward and backward without changing the model:

@@ -51,12 +51,14 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
                       Tensor& dx_acc, Tensor& dw);
 
 // ---- RoPE (Hugging Face's rotate-half convention), in place ---------------------------------
-// x [B, T, H, D]: for head-dim index i < D/2, with angle = pos · theta^(-2i/D), pos = t:
+// x [B, T, H, D]: for head-dim index i < D/2, with angle = pos · theta^(-2i/D):
 //   x[i]       <- x[i] cos - x[i + D/2] sin
 //   x[i + D/2] <- x[i + D/2] cos + x[i] sin
-void rope_forward(Tensor& x, double theta);
+// pos = t, or positions[t] when positions [T] i32 (>= 0) is given: the positions in the whole
+// sequence of the tokens a rank holds when context parallelism splits it (chapter 07).
+void rope_forward(Tensor& x, double theta, const Tensor& positions = Tensor());
 // The transpose (inverse) rotation, applied to the gradient in place.
-void rope_backward(Tensor& dx, double theta);
+void rope_backward(Tensor& dx, double theta, const Tensor& positions = Tensor());
 
 // ---- causal grouped-query attention ----------------------------------------------------------
 // q [B, T, H, D], k, v [B, T, G, D] -> out [B, T, H, D]; query head j reads kv head j / (H/G).

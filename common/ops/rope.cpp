@@ -1,5 +1,6 @@
 // Rotary position embedding, Hugging Face's rotate-half convention, in place (see ops.hpp).
-//   x [B, T, H, D], half = D/2; for i < half, angle(t, i) = t · theta^(-2i/D):
+//   x [B, T, H, D], half = D/2; for i < half, angle(t, i) = pos(t) · theta^(-2i/D), pos(t) = t or
+//   positions[t] (a rank's tokens of a sequence split by context parallelism):
 //     forward   (x[i], x[i+half]) <- (x[i] cos - x[i+half] sin,  x[i+half] cos + x[i] sin)
 //     backward  the transposed rotation: (g[i] cos + g[i+half] sin,  g[i+half] cos - g[i] sin)
 // The angles, cosines and sines are computed in double and rounded once to f32, into a
@@ -15,13 +16,22 @@ using namespace detail;
 
 namespace {
 
-void rope_apply(const char* op, Tensor& x, double theta, bool inverse) {
+void rope_apply(const char* op, Tensor& x, double theta, const Tensor& positions, bool inverse) {
   require_cpu(op, {&x});
   check_float(op, "x", x);
   USP_CHECK(x.ndim() == 4 && x.dim(3) % 2 == 0 && x.dim(3) > 0,
             std::string("ops::") + op + ": x is " + shape_str(x.shape()) + ", expected [B, T, H, D] with D even");
   USP_CHECK(theta > 0, std::string("ops::") + op + ": theta must be positive, got " + std::to_string(theta));
   const std::int64_t b = x.dim(0), t = x.dim(1), h = x.dim(2), d = x.dim(3), half = d / 2;
+  const std::int32_t* pos = nullptr;
+  if (positions.defined()) {
+    check_i32(op, "positions", positions);
+    check_numel(op, "positions", positions, t);
+    pos = positions.data<std::int32_t>();
+    for (std::int64_t p = 0; p < t; ++p)
+      USP_CHECK(pos[p] >= 0, std::string("ops::") + op + ": position " + std::to_string(pos[p]) + " at index " +
+                                 std::to_string(p) + " is negative");
+  }
 
   // cos and sin [T, half], one table each.
   Tensor table = Tensor::empty({2, t, half}, DType::f32, MemCategory::Temporary);
@@ -30,7 +40,7 @@ void rope_apply(const char* op, Tensor& x, double theta, bool inverse) {
   for (std::int64_t i = 0; i < half; ++i) {
     const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
     for (std::int64_t p = 0; p < t; ++p) {
-      const double angle = static_cast<double>(p) * inv_freq;
+      const double angle = static_cast<double>(pos ? pos[p] : p) * inv_freq;
       cos_t[p * half + i] = static_cast<float>(std::cos(angle));
       sin_t[p * half + i] = static_cast<float>(std::sin(angle));
     }
@@ -59,7 +69,11 @@ void rope_apply(const char* op, Tensor& x, double theta, bool inverse) {
 
 }  // namespace
 
-void rope_forward(Tensor& x, double theta) { rope_apply("rope_forward", x, theta, false); }
-void rope_backward(Tensor& dx, double theta) { rope_apply("rope_backward", dx, theta, true); }
+void rope_forward(Tensor& x, double theta, const Tensor& positions) {
+  rope_apply("rope_forward", x, theta, positions, false);
+}
+void rope_backward(Tensor& dx, double theta, const Tensor& positions) {
+  rope_apply("rope_backward", dx, theta, positions, true);
+}
 
 }  // namespace usp::ops
