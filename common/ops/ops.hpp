@@ -77,6 +77,24 @@ void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& 
 void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& probs, Tensor& dq, Tensor& dk, Tensor& dv);
 
+// ---- one block of causal attention at given positions, with its log-sum-exp --------------------
+// The building block of attention over a sequence split across ranks (chapter 07) and of tiled
+// attention: queries q [B, Tq, H, D] against one block of keys and values k, v [B, Tk, G, D], each
+// token at its position in the whole sequence (q_pos [Tq], k_pos [Tk] i32); key j is visible to
+// query i iff k_pos[j] <= q_pos[i]. With s = q·kᵀ/√D over the visible keys:
+//   lse [B, H, Tq] f32 = log Σ exp(s)  (-inf for a query that sees no key of the block)
+//   out [B, Tq, H, D]  = softmax(s) · v (0 for such a query)   (both overwritten)
+// Partial results of several blocks merge by their lse (chapter 07's exercise 07.1).
+void attention_block_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_pos,
+                             const Tensor& k_pos, Tensor& out, Tensor& lse);
+// Backward of the block, from the gradients of BOTH its outputs: dout [B, Tq, H, D] and dlse
+// [B, H, Tq] (undefined: 0), with the block's own out and lse. dq, dk, dv ACCUMULATE:
+//   p = exp(s - lse), dv += pᵀ·dout, ds = p ∘ (dout·vᵀ - rowsum(dout ∘ out) + dlse),
+//   dq += ds·k/√D, dk += dsᵀ·q/√D.
+void attention_block_backward(const Tensor& dout, const Tensor& dlse, const Tensor& q, const Tensor& k,
+                              const Tensor& v, const Tensor& q_pos, const Tensor& k_pos, const Tensor& out,
+                              const Tensor& lse, Tensor& dq, Tensor& dk, Tensor& dv);
+
 // ---- SwiGLU: z = silu(g) · u,  silu(x) = x · sigmoid(x) -------------------------------------
 // g, u [N, F] -> z [N, F]
 void swiglu_forward(const Tensor& g, const Tensor& u, Tensor& z);

@@ -54,3 +54,32 @@ TEST_CASE("rope_backward is the transposed rotation", "[ops][rope]") {
     CHECK(max_rel_error(values_of(xt), x) < kTol);
   }
 }
+
+TEST_CASE("rope at given positions rotates each token as in the whole sequence (context parallelism)",
+          "[ops][rope]") {
+  // A rank holding tokens 6, 7, 0, 1 of an 8-token sequence (zig-zag over 2 ranks, chunks 3 and 0):
+  // rotated at those positions, they equal those rows of the whole sequence rotated; backward too.
+  const std::int64_t b = 2, t = 8, h = 3, d = 6;
+  const std::vector<std::int32_t> mine = {6, 7, 0, 1};
+  const std::int64_t n = static_cast<std::int64_t>(mine.size());
+  const Vec x = random_values(b * t * h * d, 77);
+  const Vec whole = ref_rope(x, b, t, h, d, 10000.0), whole_back = ref_rope(x, b, t, h, d, 10000.0, true);
+  Vec sub, want, want_back;
+  for (std::int64_t bi = 0; bi < b; ++bi)
+    for (std::int32_t p : mine)
+      for (std::int64_t e = 0; e < h * d; ++e) {
+        const std::size_t i = static_cast<std::size_t>((bi * t + p) * h * d + e);
+        sub.push_back(x[i]);
+        want.push_back(whole[i]);
+        want_back.push_back(whole_back[i]);
+      }
+  const Tensor positions = int_tensor(mine, {n});
+  Tensor fwd = tensor_of(sub, {b, n, h, d}), back = tensor_of(sub, {b, n, h, d});
+  ops::rope_forward(fwd, 10000.0, positions);
+  ops::rope_backward(back, 10000.0, positions);
+  CHECK(max_rel_error(values_of(fwd), want) < kTol);
+  CHECK(max_rel_error(values_of(back), want_back) < kTol);
+  // A negative position, or one per token missing, is refused.
+  CHECK_THROWS_WITH(ops::rope_forward(fwd, 10000.0, int_tensor({0, 1, -1, 2}, {4})), Catch::Contains("is negative"));
+  CHECK_THROWS(ops::rope_forward(fwd, 10000.0, int_tensor({0, 1}, {2})));
+}
