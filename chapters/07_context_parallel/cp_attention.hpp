@@ -1,0 +1,62 @@
+// The three ways chapter 07 computes attention over a sequence split across the W ranks of a
+// context-parallel group (each a ContextParallel for the model: common/model/context_parallel.hpp).
+//   ring       K/V blocks travel around the ring of ranks; each rank computes its queries
+//              against the block it holds while the next one arrives (asynchronous send/recv),
+//              and merges the partial results by their log-sum-exp (exercise 07.1). Backward
+//              sends the blocks around again, with their dK/dV accumulating on the way, one more
+//              hop bringing them home. Holds 2 K/V blocks at a time.
+//   all-gather every rank gathers the whole sequence's K/V, then computes its queries against it
+//              in one block (Llama 3's choice); backward reduce-scatters dK/dV to their owners.
+//              Holds all W blocks; communication cannot overlap the attention it feeds.
+//   all-to-all (DeepSpeed-Ulysses) an all-to-all swaps the token split for a head split: each
+//              rank gets every token of H/W query heads (and G/W kv heads), computes ordinary
+//              attention on them, and a second all-to-all swaps back. Needs W to divide both head
+//              counts.
+// Every variant works with either layout of the tokens (cp_layout.hpp, exercise 07.2), and
+// computes the same attention as one device on the whole sequence.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chapters/07_context_parallel/cp_layout.hpp"
+#include "common/comm/communicator.hpp"
+#include "common/model/context_parallel.hpp"
+
+namespace usp::ch07 {
+
+enum class CpAttention : unsigned char { ring, all_gather, all_to_all };
+const char* attention_name(CpAttention a);  // "ring", "all-gather", "all-to-all"
+
+// What one rank's attention did in the last forward (for the chapter's per-rank report and the
+// mask figure): the blocks it computed at each ring step (the all-gather and all-to-all
+// variants: one step), and the time it spent computing attention.
+struct AttentionWork {
+  std::vector<std::vector<Block>> blocks_per_step;  // [step] -> the blocks computed
+  double compute_seconds = 0;                       // forward attention compute, all layers
+  std::int64_t blocks() const;                      // the total (diagonal blocks count as 1)
+};
+
+class CpAttentionBase : public ContextParallel {
+ public:
+  // cp: the context-parallel group (rank order = the layout's rank order).
+  CpAttentionBase(Communicator& cp, CpSharding sharding);
+  const Tensor& positions(std::int64_t tokens) const override;
+  Communicator& comm() const { return cp_; }
+  CpSharding sharding() const { return sharding_; }
+  const AttentionWork& work() const { return work_; }
+  void reset_work() { work_ = {}; }
+
+ protected:
+  Communicator& cp_;
+  CpSharding sharding_;
+  AttentionWork work_;
+  mutable Tensor positions_;  // [T] i32, built for the first T asked for
+};
+
+// The variant's implementation; UsageError for all-to-all when W does not divide the heads.
+std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communicator& cp, CpSharding sharding,
+                                                   std::int64_t heads, std::int64_t kv_heads);
+
+}  // namespace usp::ch07
