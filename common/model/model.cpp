@@ -3,6 +3,8 @@
 // reads is one the forward kept (or, under recomputation, one the backward rebuilds first).
 #include "common/model/model.hpp"
 
+#include <map>
+
 #include "common/memory_tracker.hpp"
 #include "common/ops/ops.hpp"
 
@@ -77,11 +79,16 @@ std::int64_t activation_bytes_now() { return MemoryTracker::instance().current()
 }  // namespace
 
 struct Model::Impl {
-  std::vector<LayerSaved> layers;
-  HeadSaved head;
-  Tensor inputs, targets;  // [B, T] i32, the last forward's batch
-  std::int64_t B = 0, T = 0;
-  bool have_forward = false;
+  // What one forward pass keeps until its backward. Several are held at once by a pipeline stage
+  // (one per micro-batch in flight), keyed by the caller's micro-batch id.
+  struct Pass {
+    std::vector<LayerSaved> layers;  // [layer] (only the stage's layers are used)
+    HeadSaved head;
+    Tensor inputs, targets;          // [B, T] i32 (first / last stage)
+    std::int64_t B = 0, T = 0;
+  };
+  std::map<int, Pass> passes;
+  int last_id = 0;  // the last forward's pass (for logits())
 };
 
 namespace {
@@ -321,23 +328,80 @@ Model::Model(ParamStore& params, ModelOptions options)
                 std::to_string(params_.layout().tp.size) + "-way shard");
   if (options_.activation_dtype != DType::f32 && options_.activation_dtype != DType::bf16)
     throw UsageError(std::string("activation dtype must be f32 or bf16, got ") + dtype_name(options_.activation_dtype));
-  impl_->layers.resize(static_cast<std::size_t>(config().layers));
+  const int units = params_.num_units(), last = last_unit();
+  if (options_.stage.first_unit < 0 || options_.stage.first_unit > last || last >= units)
+    throw UsageError("a pipeline stage holds units " + std::to_string(options_.stage.first_unit) + ".." +
+                     std::to_string(last) + ", outside the model's 0.." + std::to_string(units - 1));
+  if (config().tied_embeddings && (last == units - 1) != (options_.stage.first_unit == 0))
+    throw UsageError("a tied head reads the embedding: with tied embeddings the first and the last unit must be on "
+                     "the same pipeline stage");
 }
 
 Model::~Model() = default;
 
+int Model::first_unit() const { return options_.stage.first_unit; }
+int Model::last_unit() const {
+  return options_.stage.last_unit < 0 ? params_.num_units() - 1 : options_.stage.last_unit;
+}
+int Model::passes_held() const { return static_cast<int>(impl_->passes.size()); }
+
 double Model::forward(const Tensor& inputs, const Tensor& targets) {
+  USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
+            "Model::forward runs the whole model; a pipeline stage uses forward_stage");
+  USP_CHECK(impl_->passes.empty(), "Model::forward called twice without backward in between");
+  check_batch(config(), inputs, targets);
+  Tensor unused;
+  return forward_stage(0, {.tokens = inputs, .targets = targets, .batch = inputs.dim(0), .seq = inputs.dim(1)}, unused);
+}
+
+void Model::backward(float loss_scale) {
+  USP_CHECK(impl_->passes.count(0) == 1 && first_unit() == 0 && last_unit() == params_.num_units() - 1,
+            "Model::backward called without a forward");
+  Tensor unused;
+  backward_stage(0, Tensor(), loss_scale, unused);
+}
+
+double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   const ModelConfig& c = config();
-  check_batch(c, inputs, targets);
-  USP_CHECK(!impl_->have_forward, "Model::forward called twice without backward in between");
+  USP_CHECK(impl_->passes.count(id) == 0, "Model::forward_stage: micro-batch " + std::to_string(id) +
+                                              " already has a forward waiting for its backward");
   USP_CHECK(!(options_.context_parallel && attention_probs_),
             "Model: a context-parallel attention and an attention-probabilities maker cannot both be set");
-  Impl& m = *impl_;
-  m.B = inputs.dim(0);
-  m.T = inputs.dim(1);
-  m.inputs = inputs;
-  m.targets = targets;
-  const std::int64_t N = m.B * m.T;
+  const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
+  USP_CHECK(in.batch > 0 && in.seq > 0, "Model::forward_stage: the batch's B and T must be given");
+  const std::int64_t N = in.batch * in.seq;
+  const std::int64_t n = tp_->stream_rows(N);
+  if (first == 0) USP_CHECK(in.tokens.defined(), "Model::forward_stage: the first stage needs the tokens");
+  if (first > 0)
+    USP_CHECK(in.x.defined() && in.x.numel() == n * c.hidden,
+              "Model::forward_stage: a stage after the first needs the previous stage's output [" + std::to_string(n) +
+                  ", " + std::to_string(c.hidden) + "]");
+  if (last == head_unit) USP_CHECK(in.targets.defined(), "Model::forward_stage: the last stage needs the targets");
+  auto check_tokens = [&](const Tensor& t, const char* what) {
+    if (!t.defined()) return;
+    if (t.dtype() != DType::i32 || t.ndim() != 2 || t.dim(0) != in.batch || t.dim(1) != in.seq)
+      throw Error(std::string("Model::forward_stage: ") + what + " must be [B, T] = [" + std::to_string(in.batch) +
+                  ", " + std::to_string(in.seq) + "] i32 tokens");
+  };
+  check_tokens(in.tokens, "the tokens");
+  check_tokens(in.targets, "the targets");
+  if (in.seq > c.max_seq)
+    throw UsageError("sequence length " + std::to_string(in.seq) + " exceeds the model's max_seq " +
+                     std::to_string(c.max_seq));
+  Impl::Pass& m = impl_->passes[id];
+  // A forward that fails half-way keeps nothing: the micro-batch can be run again.
+  struct DropOnThrow {
+    std::map<int, Impl::Pass>& passes;
+    int id;
+    bool done = false;
+    ~DropOnThrow() { if (!done) passes.erase(id); }
+  } guard{impl_->passes, id};
+  impl_->last_id = id;
+  m.layers.resize(static_cast<std::size_t>(c.layers));
+  m.B = in.batch;
+  m.T = in.seq;
+  m.inputs = in.tokens;
+  m.targets = in.targets;
   const DType adt = options_.activation_dtype;
   const int units = params_.num_units();
   saved_bytes_.assign(static_cast<std::size_t>(units), 0);
@@ -350,52 +414,61 @@ double Model::forward(const Tensor& inputs, const Tensor& targets) {
     if (hooks_.after_forward) hooks_.after_forward(u);
   };
 
-  // unit 0: token embedding -> x [n, C], the first layer's input
-  std::int64_t b0 = before(0);
-  Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Activation);
-  tp_->embedding_forward(inputs.reshape({N}), params_.param(0), x);
-  after(0, b0);
+  // unit 0: token embedding -> x [n, C], the first layer's input; or the previous stage's output
+  Tensor x = in.x.defined() ? in.x.reshape({n, c.hidden}) : Tensor();
+  if (first == 0) {
+    const std::int64_t b0 = before(0);
+    x = Tensor::empty({n, c.hidden}, adt, MemCategory::Activation);
+    tp_->embedding_forward(in.tokens.reshape({N}), params_.param(0), x);
+    after(0, b0);
+  }
 
   const Keep keep = options_.recompute == Recompute::none        ? Keep::everything
                     : options_.recompute == Recompute::selective ? Keep::no_probs
                                                                  : Keep::input_only;
-  for (std::int64_t l = 0; l < c.layers; ++l) {
-    const int u = static_cast<int>(l) + 1;
-    b0 = before(u);
+  for (int u = std::max(first, 1); u <= std::min(last, head_unit - 1); ++u) {
+    const std::int64_t l = u - 1, b0 = before(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
     x = forward_layer(params_, *tp_, options_.context_parallel, l, x, m.B, m.T, adt, keep, attention_probs_, s);
     saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
     after(u, b0);
   }
 
-  const int last = units - 1;
-  b0 = before(last);
-  forward_head(params_, *tp_, x, N, adt, /*keep=*/true, m.head);
-  const double loss = tp_->loss_forward(m.head.logits, targets.reshape({N}), m.head.loss_state);
-  saved_bytes_[static_cast<std::size_t>(last)] = m.head.bytes();
-  after(last, b0);
-
+  double loss = 0.0;
+  if (last == head_unit) {
+    const std::int64_t b0 = before(head_unit);
+    forward_head(params_, *tp_, x, N, adt, /*keep=*/true, m.head);
+    loss = tp_->loss_forward(m.head.logits, in.targets.reshape({N}), m.head.loss_state);
+    saved_bytes_[static_cast<std::size_t>(head_unit)] = m.head.bytes();
+    after(head_unit, b0);
+  } else {
+    x_out = x;  // [n, C]: the next stage's input
+  }
   flops_.forward = ops::flop_count() - flops0;
-  m.have_forward = true;
+  guard.done = true;
   return loss;
 }
 
-void Model::backward(float loss_scale) {
-  Impl& m = *impl_;
-  USP_CHECK(m.have_forward, "Model::backward called without a forward");
+void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& dx_out) {
+  auto found = impl_->passes.find(id);
+  USP_CHECK(found != impl_->passes.end(),
+            "Model::backward_stage: micro-batch " + std::to_string(id) + " has no forward to go back through");
+  Impl::Pass& m = found->second;
   const ModelConfig& c = config();
   const std::int64_t N = m.B * m.T;
-  const int units = params_.num_units(), last = units - 1;
+  const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
   auto ready = [&](int i) { if (hooks_.grad_ready) hooks_.grad_ready(i); };
   const std::int64_t flops0 = ops::flop_count();
   std::int64_t recompute = 0;
-  const Tensor targets = m.targets.reshape({N});
-
-  // head: loss -> logits -> final norm
-  if (hooks_.before_backward) hooks_.before_backward(last);
   const std::int64_t n = tp_->stream_rows(N);
-  Tensor dx = Tensor::zeros({n, c.hidden}, DType::f32, MemCategory::Temporary);  // the residual stream's gradient
-  {
+
+  // The residual stream's gradient [n, C] f32, carried down through the layers in place: from the
+  // loss on the last stage, from the next stage's dy elsewhere.
+  Tensor dx = Tensor::zeros({n, c.hidden}, DType::f32, MemCategory::Temporary);
+  if (last == head_unit) {
+    // head: loss -> logits -> final norm
+    if (hooks_.before_backward) hooks_.before_backward(head_unit);
+    const Tensor targets = m.targets.reshape({N});
     HeadSaved& h = m.head;
     Tensor dlogits = Tensor::empty(h.logits.shape(), DType::f32, MemCategory::Temporary);
     tp_->loss_backward(h.logits, targets, h.loss_state, dlogits, loss_scale);
@@ -416,11 +489,16 @@ void Model::backward(float loss_scale) {
     ready(ni);
     h.xf = Tensor();
     h.rstdf = Tensor();
+    if (hooks_.after_backward) hooks_.after_backward(head_unit);
+  } else {
+    USP_CHECK(dy.defined() && dy.numel() == n * c.hidden && dy.dtype() == DType::f32,
+              "Model::backward_stage: a stage before the last needs the next stage's gradient [" + std::to_string(n) +
+                  ", " + std::to_string(c.hidden) + "] f32");
+    dx.copy_from(dy.reshape({n, c.hidden}));
   }
-  if (hooks_.after_backward) hooks_.after_backward(last);
 
-  for (std::int64_t l = c.layers - 1; l >= 0; --l) {
-    const int u = static_cast<int>(l) + 1;
+  for (int u = std::min(last, head_unit - 1); u >= std::max(first, 1); --u) {
+    const std::int64_t l = u - 1;
     if (hooks_.before_backward) hooks_.before_backward(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
     if (options_.recompute == Recompute::full) {
@@ -447,24 +525,26 @@ void Model::backward(float loss_scale) {
     if (hooks_.after_backward) hooks_.after_backward(u);
   }
 
-  // unit 0: embedding
-  if (hooks_.before_backward) hooks_.before_backward(0);
-  {
+  if (first == 0) {
+    // unit 0: embedding
+    if (hooks_.before_backward) hooks_.before_backward(0);
     Tensor dtable = params_.grad(0);
     tp_->embedding_backward(m.inputs.reshape({N}), dx, dtable);
     ready(0);
+    if (hooks_.after_backward) hooks_.after_backward(0);
+  } else {
+    dx_out = dx;  // [n, C]: the gradient of the stage's input, for the previous stage
   }
-  if (hooks_.after_backward) hooks_.after_backward(0);
 
   flops_.recompute = recompute;
   flops_.backward = ops::flop_count() - flops0 - recompute;
-  m.inputs = Tensor();
-  m.targets = Tensor();
-  m.have_forward = false;
+  impl_->passes.erase(found);
 }
 
 double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   const ModelConfig& c = config();
+  USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
+            "Model::evaluate runs the whole model, not a pipeline stage");
   check_batch(c, inputs, targets);
   const std::int64_t B = inputs.dim(0), T = inputs.dim(1), N = B * T;
   const DType adt = options_.activation_dtype;
@@ -481,8 +561,10 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
 }
 
 const Tensor& Model::logits() const {
-  USP_CHECK(impl_->have_forward && impl_->head.logits.defined(), "Model::logits: no forward pass is held");
-  return impl_->head.logits;
+  const auto found = impl_->passes.find(impl_->last_id);
+  USP_CHECK(found != impl_->passes.end() && found->second.head.logits.defined(),
+            "Model::logits: no forward pass of the last stage is held");
+  return found->second.head.logits;
 }
 
 }  // namespace usp

@@ -45,6 +45,23 @@ struct ModelOptions {
   // the whole sequence. Null: the sequence is all here. Not owned; must outlive the model.
   // Attention keeps no [T, T] probabilities then (Recompute none and selective keep the same).
   ContextParallel* context_parallel = nullptr;
+  // Pipeline parallelism (chapter 08): the units this model runs, [first_unit, last_unit]
+  // (0 embedding, 1..L layers, L+1 final norm + head; last_unit -1 = the head). A stage touches
+  // only its units' parameters and gradients. Default: the whole model.
+  struct Stage {
+    int first_unit = 0;
+    int last_unit = -1;
+  } stage = {};
+};
+
+// The input of one stage's forward (Model::forward_stage): B sequences of T tokens; the first
+// stage reads the tokens, the others the previous stage's output x [B·T, C] (its stream rows:
+// [n, C] under sequence parallelism); the last stage also needs the targets.
+struct StageInput {
+  Tensor tokens = {};   // [B, T] i32 (first stage)
+  Tensor targets = {};  // [B, T] i32 (last stage)
+  Tensor x = {};        // [n, C] (every other stage): the previous stage's output, kept as this stage's input
+  std::int64_t batch = 0, seq = 0;
 };
 
 // Hooks let later chapters act inside forward and backward without changing the model:
@@ -88,6 +105,20 @@ class Model {
   // Backpropagates loss_scale · (mean loss of the last forward) into the gradient buffer
   // (accumulating) and releases every saved activation. Call once per forward.
   void backward(float loss_scale = 1.0f);
+  // ---- pipeline stages (ModelOptions::stage) ------------------------------------------------
+  // Several micro-batches may be in flight: each forward keeps its state under the caller's id
+  // until backward_stage(id). The last stage returns the micro-batch's mean loss (x_out stays
+  // undefined); the others return 0 and set x_out [n, C] (an Activation: send it, then drop it).
+  double forward_stage(int id, const StageInput& in, Tensor& x_out);
+  // Backpropagates micro-batch id: the last stage from loss_scale · its loss (dy undefined), the
+  // others from dy [n, C] f32, the gradient of their output. Gradients accumulate; the first
+  // stage ends at the embedding (dx_out undefined), the others set dx_out [n, C] f32, the
+  // gradient of their input, for the previous stage.
+  void backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& dx_out);
+  int first_unit() const;
+  int last_unit() const;
+  int passes_held() const;  // forwards waiting for their backward (activations in flight)
+
   // Forward without keeping anything (evaluation): the mean loss.
   double evaluate(const Tensor& inputs, const Tensor& targets);
   // The logits [B·T, V] of the last forward (still held until backward); for tests and eval.
