@@ -3,13 +3,13 @@
 // with_communication (schedule.hpp) derives it. Each function returns [p] lists; list r is rank
 // r's. Pure functions of (p, m[, v]); make_schedule checks the parameters before calling them.
 //
-// The picture to keep in mind (p = 4 ranks, m = 8 micro-batches, one chunk each, t_BW = 2 t_F;
-// digits are micro-batches, a backward is two cells wide):
+// The picture to keep in mind (the simulator's text chart: p = 4 ranks, m = 8 micro-batches,
+// t_BW = 2 t_F, digits are micro-batches; B here is the whole backward BW):
 //
-//   AFAB    rank 0  0 1 2 3 4 5 6 7 . . . . . . 0 0 1 1 2 2 3 3 4 4 5 5 6 6 7 7
-//           rank 3  . . . 0 1 2 3 4 5 6 7 0 0 1 1 2 2 3 3 4 4 5 5 6 6 7 7 . . .
-//   1F1B    rank 0  0 1 2 3 . . . 0 0 4 . 1 1 5 . 2 2 6 . 3 3 7 . 4 4 ...
-//           rank 3  . . . 0 0 0 1 1 1 2 2 2 ...      (F0 BW0 F1 BW1 ...)
+//   AFAB   rank 0 | F0 F1 F2 F3 F4 F5 F6 F7 .  .  .  .  .  .  .  .  .  B0 B0 B1 B1 ... B7 B7
+//          rank 3 | .  .  .  F0 F1 F2 F3 F4 F5 F6 F7 B0 B0 B1 B1 ... B7 B7 .  .  .  .  .  .
+//   1F1B   rank 0 | F0 F1 F2 F3 .  .  .  .  .  .  B0 B0 F4 B1 B1 F5 B2 B2 F6 ... .  B7 B7
+//          rank 3 | .  .  .  F0 B0 B0 F1 B1 B1 F2 B2 B2 ... F7 B7 B7 .  .  .  .  .  .
 // Both idle (p-1)(t_F + t_BW) per rank; AFAB holds m micro-batches' activations at its peak,
 // 1F1B only p - r on rank r.
 #pragma once
@@ -55,9 +55,9 @@ RankOps interleaved_1f1b(int p, int m, int v);
 // micro-batch order. Every micro-batch gets exactly one F, B and W on every rank, W(j) after
 // B(j). Any p, m >= 1.
 // Why: a B no longer waits for the W's of the stages after it, so the backward reaches rank 0
-// sooner, and the W's that rank r postponed fill its cool-down bubble. With t_F = t_B = t_W
-// and m >= p every rank idles (p-1)(t_F + t_B - t_W), a third of 1F1B's, while every rank
-// holds at most p micro-batches' activations (F to W), as 1F1B's rank 0 does.
+// sooner, and the W's that rank r postponed fill its cool-down bubble. With m >= p every rank
+// idles (p-1)(t_F + t_B - t_W) (a third of 1F1B's when t_F = t_B = t_W) as long as t_W <= t_B,
+// while every rank holds at most p micro-batches' activations (F to W), as 1F1B's rank 0 does.
 RankOps zb_h1(int p, int m);
 
 }  // namespace usp::ch08

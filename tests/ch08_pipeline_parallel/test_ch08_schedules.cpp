@@ -263,7 +263,11 @@ TEST_CASE("the simulator, hand-worked: 1F1B on p = 2, m = 2 with a send latency 
   // at 2: rank 1 F0 [2,3], BW0 [3,5]; activation 1 arrived at 3: F1 [5,6], BW1 [6,8].
   // Gradient 0 reaches rank 0 at 6: BW0 [6,8]; gradient 1 at 9: BW1 [9,11]. Step 11; busy 6
   // per rank: idle 5 + 5 over busy 12.
-  const Schedule s = make_schedule(ScheduleKind::one_f_one_b, 2, 2);
+  // The order is written out here, so that the simulator's test does not need exercise 08.1.
+  const StageLayout l = StageLayout::looped(2, 1);
+  const Schedule s{ScheduleKind::one_f_one_b, 2, 2, 1, l,
+                   with_communication(l, {{{F, 0, 0}, {F, 1, 0}, {BW, 0, 0}, {BW, 1, 0}},
+                                          {{F, 0, 0}, {BW, 0, 0}, {F, 1, 0}, {BW, 1, 0}}})};
   const Simulation sim = simulate_uniform(s, kUnit, 1);
   auto span = [&](int r, std::size_t i) {
     const TimedOp& t = sim.timeline[static_cast<std::size_t>(r)][i];
@@ -323,4 +327,16 @@ TEST_CASE("ZB-H1 (exercise 08.2): valid; idle (p-1)(T_F + T_B - T_W) per rank; p
       CHECK(sim.total_idle() * 3 * m == (p - 1) * sim.total_busy());
       CHECK(sim.bubble() == static_cast<double>(p - 1) / (3 * m));
     }
+}
+
+TEST_CASE("ZB-H1 (exercise 08.2): idle (p-1)(T_F + T_B - T_W) per rank for unequal costs with T_W <= T_B", "[ch08]") {
+  // Rank r ends r (T_B - T_W) before rank 0 does (its r postponed W's against the r B's still
+  // on their way down), so rank 0 ends the step as long as T_W <= T_B.
+  for (const StageCost cost : {StageCost{2, 2, 1}, StageCost{1, 2, 1}, StageCost{3, 2, 1}, StageCost{2, 3, 1}})
+    for (int p : {2, 3, 8})
+      for (int m : {p, p + 1, 16}) {
+        INFO("t_F = " << cost.f << ", t_B = " << cost.b << ", t_W = " << cost.w << ", p = " << p << ", m = " << m);
+        const Simulation sim = simulate_uniform(make_schedule(ScheduleKind::zb_h1, p, m), cost);
+        for (int r = 0; r < p; ++r) CHECK(sim.idle(r) == (p - 1) * (cost.f + cost.b - cost.w));
+      }
 }
