@@ -6,16 +6,21 @@
 //      --m micro-batches (--v chunks per rank, interleaved only): the validator's verdict, the
 //      simulated Gantt chart as text, the bubble (Σ idle / Σ busy) next to its formula, and the
 //      peak activations in flight per rank.
-//   2. With --sweep: the bubble for m = 1 .. --sweep-m at p = --p, every schedule (interleaved
+//   2. With --sweep: the bubble for m = 1 .. --sweep-m at p = --sweep-p, every schedule (interleaved
 //      with v = 2 and 4 where p divides m), measured and by the formula (the playbook's "bubble
 //      size" figure, plots/ch08_bubble.py).
 // Durations in integer time units: --tf (forward), --tb (input gradient), --tw (weight
 // gradient); a whole backward is tb + tw (default 1 + 1 = 2 t_F, the playbook's assumption).
+// They are the costs of one interleaved chunk; so that every schedule runs the same model, the
+// others, whose stage is a rank's v chunks together, take v times as long (v = 1 when the run
+// has no interleaved schedule). The sweep times each schedule with the flags' costs per chunk
+// (the bubble, a ratio, does not depend on the scale).
 // Writes <out>/summary.json, gantt_<schedule>.csv and in_flight_<schedule>.csv
 // (plots/ch08_gantt.py), and bubble_sweep.csv with --sweep.
 //
 //   build/bin/ch08_pipeline_parallel [--schedule all|afab|1f1b|interleaved|zb-h1] [--p 4] [--m 8]
-//                                    [--v 2] [--tf 1 --tb 1 --tw 1] [--latency 0] [--sweep]
+//                                    [--v 2] [--tf 1 --tb 1 --tw 1] [--latency 0]
+//                                    [--sweep [--sweep-p 8] [--sweep-m 64]]
 #include <algorithm>
 #include <iostream>
 #include <sstream>
@@ -39,10 +44,11 @@ using namespace usp::ch08;
 struct Setup {
   std::vector<ScheduleKind> kinds;
   int p = 4, m = 8, v = 2;
-  StageCost cost;
+  StageCost cost;  // of one chunk-sized piece of a rank's layers (--tf, --tb, --tw)
+  int pieces = 1;  // a rank's layers in such pieces: v when interleaved runs too, else 1
   double latency = 0;
   bool sweep = false;
-  int sweep_m = 32;
+  int sweep_p = 8, sweep_m = 64;
 };
 
 // One schedule's results, for the summary.
@@ -56,6 +62,13 @@ struct Outcome {
 
 int chunks_for(const Setup& s, ScheduleKind kind) { return kind == ScheduleKind::interleaved_1f1b ? s.v : 1; }
 
+// The same model for every schedule: interleaved runs each of a rank's v chunks at (t_F, t_B,
+// t_W); the others run the rank's layers as one stage, `pieces` times as long.
+StageCost stage_cost(const Setup& s, ScheduleKind kind) {
+  const double k = kind == ScheduleKind::interleaved_1f1b ? 1 : s.pieces;
+  return {k * s.cost.f, k * s.cost.b, k * s.cost.w};
+}
+
 Setup read_setup(Runtime& rt, const Cli& cli) {
   Setup s;
   rt.agree([&] {
@@ -67,7 +80,10 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     s.cost = {static_cast<double>(cli.get_int("tf")), static_cast<double>(cli.get_int("tb")),
               static_cast<double>(cli.get_int("tw"))};
     s.latency = static_cast<double>(cli.get_int("latency"));
+    const bool interleaved = std::find(s.kinds.begin(), s.kinds.end(), ScheduleKind::interleaved_1f1b) != s.kinds.end();
+    s.pieces = interleaved ? s.v : 1;
     s.sweep = cli.get_flag("sweep");
+    s.sweep_p = static_cast<int>(cli.get_int("sweep-p"));
     s.sweep_m = static_cast<int>(cli.get_int("sweep-m"));
     if (cli.given("v") && s.v > 1 && which != "all" && which != "interleaved")
       throw UsageError("--v " + std::to_string(s.v) + ": only the interleaved schedule splits a rank's layers into "
@@ -90,8 +106,9 @@ Outcome run_schedule(std::ostream& out, const Setup& s, ScheduleKind kind, const
   const Schedule sched = make_schedule(kind, s.p, s.m, o.v);
   const std::string verdict = validate_schedule(sched);
   if (!verdict.empty()) throw Error(std::string(schedule_kind_name(kind)) + " is not valid: " + verdict);
-  const Simulation sim = simulate(sched, uniform_costs(sched.layout.num_stages(), s.cost, s.latency));
-  const BubbleFormula f = bubble_formula(kind, s.p, s.m, o.v, s.cost);
+  const StageCost cost = stage_cost(s, kind);
+  const Simulation sim = simulate(sched, uniform_costs(sched.layout.num_stages(), cost, s.latency));
+  const BubbleFormula f = bubble_formula(kind, s.p, s.m, o.v, cost);
   o.step_time = sim.step_time;
   o.bubble = sim.bubble();
   o.formula = f.value;
@@ -99,7 +116,7 @@ Outcome run_schedule(std::ostream& out, const Setup& s, ScheduleKind kind, const
   o.peak_in_flight = sim.peak_in_flight;
 
   out << "\n== " << schedule_kind_name(kind) << ": p = " << s.p << ", m = " << s.m << ", v = " << o.v
-      << "  (validator: ok) ==\n";
+      << ", a chunk's t_F = " << cost.f << ", t_B = " << cost.b << ", t_W = " << cost.w << "  (validator: ok) ==\n";
   const std::string gantt = text_gantt(sched, sim);
   out << (gantt.empty() ? "  (the step is too long for a text chart: see gantt_" + std::string(schedule_kind_name(kind)) +
                               ".csv)\n"
@@ -117,7 +134,7 @@ Outcome run_schedule(std::ostream& out, const Setup& s, ScheduleKind kind, const
   return o;
 }
 
-// The bubble over m at p = s.p for every schedule: schedule,p,m,v,bubble,formula,step_time,
+// The bubble over m at p = s.sweep_p for every schedule: schedule,p,m,v,bubble,formula,step_time,
 // peak_in_flight (the largest over the ranks). Exercises not done yet are left out.
 std::string bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
   std::ostringstream csv;
@@ -128,11 +145,11 @@ std::string bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
     for (int v : vs) {
       const std::string skipped = rt.skip_if_not_implemented([&] {
         for (int m = 1; m <= s.sweep_m; ++m) {
-          if (kind == ScheduleKind::interleaved_1f1b && m % s.p != 0) continue;
-          const Schedule sched = make_schedule(kind, s.p, m, v);
+          if (kind == ScheduleKind::interleaved_1f1b && m % s.sweep_p != 0) continue;
+          const Schedule sched = make_schedule(kind, s.sweep_p, m, v);
           const Simulation sim = simulate(sched, uniform_costs(sched.layout.num_stages(), s.cost, s.latency));
-          csv << schedule_kind_name(kind) << ',' << s.p << ',' << m << ',' << v << ',' << sim.bubble() << ','
-              << bubble_formula(kind, s.p, m, v, s.cost).value << ',' << sim.step_time << ','
+          csv << schedule_kind_name(kind) << ',' << s.sweep_p << ',' << m << ',' << v << ',' << sim.bubble() << ','
+              << bubble_formula(kind, s.sweep_p, m, v, s.cost).value << ',' << sim.step_time << ','
               << *std::max_element(sim.peak_in_flight.begin(), sim.peak_in_flight.end()) << '\n';
         }
       });
@@ -180,16 +197,17 @@ int main(int argc, char** argv) {
     cli.add_int("tb", 1, "duration of the input-gradient half (B) of a chunk's backward", 1, 1000);
     cli.add_int("tw", 1, "duration of the weight-gradient half (W); a whole backward BW is tb + tw", 0, 1000);
     cli.add_int("latency", 0, "time from a send to its message's arrival", 0, 1000);
-    cli.add_flag("sweep", "also write bubble_sweep.csv: the bubble for m = 1 .. --sweep-m at p = --p");
-    cli.add_int("sweep-m", 32, "the largest m of --sweep", 1, 256);
+    cli.add_flag("sweep", "also write bubble_sweep.csv: the bubble for m = 1 .. --sweep-m at p = --sweep-p");
+    cli.add_int("sweep-p", 8, "the pipeline ranks of --sweep", 1, 64);
+    cli.add_int("sweep-m", 64, "the largest m of --sweep", 1, 256);
     if (!rt.parse(cli, argc, argv)) return 0;
     const Setup s = read_setup(rt, cli);
     const std::string out_dir = cli.get_string("out");
     std::ostream& out = std::cout;
     if (rt.is_root())
-      out << "ch08_pipeline_parallel: p = " << s.p << " ranks, m = " << s.m << " micro-batches; t_F = " << s.cost.f
-          << ", t_B = " << s.cost.b << ", t_W = " << s.cost.w << " (a whole backward BW = " << s.cost.b + s.cost.w
-          << "), send latency " << s.latency << "\n";
+      out << "ch08_pipeline_parallel: p = " << s.p << " ranks, m = " << s.m << " micro-batches; per piece of "
+          << "1/" << s.pieces << " of a rank's layers t_F = " << s.cost.f << ", t_B = " << s.cost.b << ", t_W = "
+          << s.cost.w << " (a whole backward BW = t_B + t_W), send latency " << s.latency << "\n";
 
     std::vector<Outcome> outcomes;
     for (ScheduleKind kind : s.kinds) {
