@@ -31,8 +31,10 @@ RankOps interleaved_1f1b(int p, int m, int v) {
 
   RankOps ops(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
-    // Rank r must have run a forward of micro-batch j of its last chunk before its first
-    // backward; the ranks after it get there 2 forwards (one F out, one gradient back) later.
+    // Rank r's first backward is micro-batch 0 of its last chunk, so it first runs the first
+    // group's forwards through its v-1 other chunks ((v-1)·p of them); then, while micro-batch 0
+    // finishes the p-1-r stages after it and its gradient comes back, two more per stage.
+    // (Megatron-LM's count; with m = p it runs every forward first, as Megatron does.)
     const int warmup = m == p ? total : std::min(total, 2 * (p - 1 - r) + (v - 1) * p);
     auto& list = ops[static_cast<std::size_t>(r)];
     for (int k = 0; k < warmup; ++k) list.push_back(forward(k));
