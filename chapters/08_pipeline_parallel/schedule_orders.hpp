@@ -1,0 +1,63 @@
+// The compute order of each pipeline schedule: for every rank, the F, B, W and BW operations
+// (schedule.hpp) in the order that rank runs them. Communication is not part of these lists:
+// with_communication (schedule.hpp) derives it. Each function returns [p] lists; list r is rank
+// r's. Pure functions of (p, m[, v]); make_schedule checks the parameters before calling them.
+//
+// The picture to keep in mind (the simulator's text chart: p = 4 ranks, m = 8 micro-batches,
+// t_BW = 2 t_F, digits are micro-batches; B here is the whole backward BW):
+//
+//   AFAB   rank 0 | F0 F1 F2 F3 F4 F5 F6 F7 .  .  .  .  .  .  .  .  .  B0 B0 B1 B1 ... B7 B7
+//          rank 3 | .  .  .  F0 F1 F2 F3 F4 F5 F6 F7 B0 B0 B1 B1 ... B7 B7 .  .  .  .  .  .
+//   1F1B   rank 0 | F0 F1 F2 F3 .  .  .  .  .  .  B0 B0 F4 B1 B1 F5 B2 B2 F6 ... .  B7 B7
+//          rank 3 | .  .  .  F0 B0 B0 F1 B1 B1 F2 B2 B2 ... F7 B7 B7 .  .  .  .  .  .
+// Both idle (p-1)(t_F + t_BW) per rank; AFAB holds m micro-batches' activations at its peak,
+// 1F1B only p - r on rank r.
+#pragma once
+#include <vector>
+
+#include "chapters/08_pipeline_parallel/schedule.hpp"
+
+namespace usp::ch08 {
+
+using RankOps = std::vector<std::vector<Op>>;  // [p] ordered lists, one per rank
+
+// All forward, all backward (GPipe): every rank runs F(0) .. F(m-1), then BW(0) .. BW(m-1).
+// Any p, m >= 1.
+RankOps afab(int p, int m);
+
+// Exercise 08.1: one forward, one backward (PipeDream-Flush, Megatron-LM's default).
+// Returns [p] lists of F(j, 0) and BW(j, 0) ops (chunk 0: one chunk per rank, rank r holds
+// stage r). Rank r runs:
+//   warm-up    the forwards of the first min(p-1-r, m) micro-batches, in order;
+//   steady     then, while forwards remain: the next forward, then the backward of the oldest
+//              micro-batch whose forward has run (one in, one out);
+//   cool-down  the backwards left, oldest first.
+// Every micro-batch 0 .. m-1 gets exactly one F and one BW on every rank, each rank's F's and
+// BW's in micro-batch order. Any p, m >= 1 (m < p just means a shorter warm-up).
+// Why: after the warm-up a rank never holds more than p - r micro-batches' activations (AFAB
+// holds m), and the pipeline's idle time stays AFAB's (p-1)(t_F + t_BW) per rank.
+RankOps one_f_one_b(int p, int m);
+
+// Interleaved 1F1B (Megatron-LM): v chunks per rank, looped layout (chunk c of rank r is stage
+// c·p + r), m a multiple of p. A rank's k-th forward (k = 0 .. m·v-1) is micro-batch
+// (k / (p·v))·p + k % p of chunk (k % (p·v)) / p: micro-batches go through the chunks in groups
+// of p. Its k-th backward is the same micro-batch of chunk v-1 - (k % (p·v)) / p. Rank r warms
+// up with min(m·v, 2(p-1-r) + (v-1)·p) forwards (all of them when m = p), then alternates
+// forward / backward, then runs the backwards left. The bubble shrinks v-fold: (p-1)/(v·m).
+RankOps interleaved_1f1b(int p, int m, int v);
+
+// Exercise 08.2: ZB-H1, the zero-bubble paper's memory-efficient schedule (Qi et al., "Zero
+// Bubble Pipeline Parallelism", 2023). Returns [p] lists of F(j, 0), B(j, 0) and W(j, 0): the
+// backward is split into B (input gradient: what the previous stage waits for) and W (weight
+// gradient: nobody waits for it). Rank r runs 1F1B's order of F and B (the B in BW's place),
+// and its W's lag its B's by r: after its i-th B (i = 0 .. m-1, counting in the steady and the
+// cool-down phase alike) it runs W(i - r) if i >= r; the last r W's run after the last B, in
+// micro-batch order. Every micro-batch gets exactly one F, B and W on every rank, W(j) after
+// B(j). Any p, m >= 1.
+// Why: a B no longer waits for the W's of the stages after it, so the backward reaches rank 0
+// sooner, and the W's that rank r postponed fill its cool-down bubble. With m >= p every rank
+// idles (p-1)(t_F + t_B - t_W) (a third of 1F1B's when t_F = t_B = t_W) as long as t_W <= t_B,
+// while every rank holds at most p micro-batches' activations (F to W), as 1F1B's rank 0 does.
+RankOps zb_h1(int p, int m);
+
+}  // namespace usp::ch08
