@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "chapters/07_context_parallel/cp_run.hpp"
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 #include "common/comm/comm_volume.hpp"
 #include "common/memory_tracker.hpp"
@@ -99,8 +100,8 @@ TEST_CASE("every CP attention and layout trains like the single-rank baseline", 
     CHECK(std::fabs(got.losses[0] - base.losses[0]) <= 1e-6 * base.losses[0]);
     // The first gradient: W ranks' partial gradients averaged (fp32 reassociation), the
     // attention's backward summed per block: a few ulps of the largest terms. Bounded by 2e-6 of
-    // the largest element (measured ≤ 2.7e-7 of it). A missing dK/dV contribution of another rank's queries, or a rank
-    // whose gradient is left out of the average, is an O(1) error.
+    // the largest element (measured ≤ 2.7e-7 of it). A missing dK/dV contribution of another
+    // rank's queries, or a rank whose gradient is left out of the average, is an O(1) error.
     CHECK(elementwise_mismatch(got.grad0, base.grad0, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
     // After 3 AdamW steps: the differences above through Adam's normalised update (≤ lr per
     // element and step), where a gradient within rounding of zero has an arbitrary sign; lr/30
@@ -161,21 +162,6 @@ Tensor random_tensor(const Shape& shape, const std::string& name) {
   return Tensor::from_floats(v, shape);
 }
 
-// The Temporary bytes a variant's attention forward holds at its peak, above what was held
-// before it started: measured by the tracker, on one layer's shapes.
-std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q, const Tensor& k, const Tensor& v) {
-  MemoryTracker& tracker = MemoryTracker::instance();
-  Tensor out = Tensor::empty(q.shape()), saved;
-  attention.attention_forward(q, k, v, out, saved);  // once first: whatever the variant keeps between calls
-  out = Tensor::empty(q.shape());
-  saved = Tensor();
-  attention.comm().barrier();  // the collectives' buffers are let go before the barrier completes
-  const std::int64_t before = tracker.current()[MemCategory::Temporary];
-  tracker.reset_peak();
-  attention.attention_forward(q, k, v, out, saved);
-  return tracker.peak()[MemCategory::Temporary] - before;
-}
-
 }  // namespace
 
 TEST_CASE("the all-gather attention holds the whole sequence's K and V while it computes", "[ch07][mpi]") {
@@ -203,7 +189,8 @@ TEST_CASE("each CP attention sends per step what its count says", "[ch07][mpi]")
   const std::uint64_t e = 4;  // fp32 activations and gradients
   const std::uint64_t L = static_cast<std::uint64_t>(cfg.model.layers), B = static_cast<std::uint64_t>(cfg.mbs);
   const std::uint64_t D = static_cast<std::uint64_t>(cfg.model.head_dim());
-  const std::uint64_t H = static_cast<std::uint64_t>(cfg.model.heads), G = static_cast<std::uint64_t>(cfg.model.kv_heads);
+  const std::uint64_t H = static_cast<std::uint64_t>(cfg.model.heads);
+  const std::uint64_t G = static_cast<std::uint64_t>(cfg.model.kv_heads);
   for (const CpLayout& layout : layouts_for(w.size())) {
     INFO(layout.label() << ", rank " << w.rank());
     CpTrainer trainer(w, cfg, layout);
@@ -282,7 +269,10 @@ TEST_CASE("check_cp_layout refuses what cannot run, with one message", "[ch07]")
 
 TEST_CASE("local_tokens takes a rank's tokens of every sequence at its positions", "[ch07]") {
   Batch b{Tensor::empty({2, 8}, DType::i32), Tensor::empty({2, 8}, DType::i32)};
-  for (std::int32_t i = 0; i < 16; ++i) b.inputs.data<std::int32_t>()[i] = i, b.targets.data<std::int32_t>()[i] = 100 + i;
+  for (std::int32_t i = 0; i < 16; ++i) {
+    b.inputs.data<std::int32_t>()[i] = i;
+    b.targets.data<std::int32_t>()[i] = 100 + i;
+  }
   const Batch mine = local_tokens(b, {1, 2, 5, 6});  // zig-zag rank 1 of 2: chunks 1 and 2
   REQUIRE(mine.inputs.shape() == Shape{2, 4});
   std::vector<std::int32_t> in(mine.inputs.data<std::int32_t>(), mine.inputs.data<std::int32_t>() + 8);
