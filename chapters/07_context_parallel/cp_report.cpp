@@ -108,8 +108,8 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 std::int64_t as_int(const report::Value& v) { return std::get<std::int64_t>(v); }
 double as_double(const report::Value& v) { return std::get<double>(v); }
 
-// The variant's label, padded to 30 characters on the terminal: printf pads bytes, and "×" is two.
-report::Column label_column(std::size_t width = 30) {
+// The variant's label, padded to 36 characters on the terminal: printf pads bytes, and "×" is two.
+report::Column label_column(std::size_t width = 36) {
   return {.header = "", .format = "%s", .text = [width](const report::Value& v) {
             std::string s = std::get<std::string>(v);
             std::size_t chars = 0;
