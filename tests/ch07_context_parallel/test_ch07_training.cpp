@@ -41,7 +41,7 @@ TrainingConfig cp_training() {
   return cfg;
 }
 
-constexpr CpAttention kAttentions[] = {CpAttention::all_gather};  // TEMP: only the all-gather before the merge
+constexpr CpAttention kAttentions[] = {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all};
 constexpr CpSharding kShardings[] = {CpSharding::contiguous, CpSharding::zigzag};
 
 // cp = W with every attention and layout, and on 4 ranks dp 2 × cp 2 too.
@@ -121,7 +121,7 @@ TEST_CASE("zig-zag gives every rank the same attention work; contiguous gives ra
   const TrainingConfig cfg = cp_training();
   const auto data = make_dataset("synthetic", cfg.seed);
   // The variants that compute the mask block by block, one query chunk against one key chunk.
-  for (CpAttention a : {CpAttention::all_gather})  // TEMP: ring before the merge
+  for (CpAttention a : {CpAttention::ring, CpAttention::all_gather})
     for (CpSharding s : kShardings) {
       const CpLayout layout{1, W, s, a};
       INFO(layout.label() << ", rank " << w.rank());
