@@ -220,6 +220,31 @@ std::string spans_to_chrome_json(const std::vector<std::pair<int, std::vector<Sp
   return w.str();
 }
 
+// ---- hidden_fraction -------------------------------------------------------------------------
+
+double hidden_fraction(const std::vector<Span>& spans, const std::vector<std::string>& comm_names,
+                       const std::string& compute_prefix) {
+  // The union of the compute spans, as sorted disjoint intervals.
+  std::vector<std::pair<double, double>> busy;
+  for (const Span& s : spans)
+    if (s.stream == "compute" && s.name.rfind(compute_prefix, 0) == 0) busy.emplace_back(s.start_us, s.end_us);
+  std::sort(busy.begin(), busy.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& iv : busy) {
+    if (!merged.empty() && iv.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, iv.second);
+    else
+      merged.push_back(iv);
+  }
+  double total = 0, hidden = 0;
+  for (const Span& c : spans) {
+    if (c.stream != "comm" || std::find(comm_names.begin(), comm_names.end(), c.name) == comm_names.end()) continue;
+    total += c.end_us - c.start_us;
+    for (const auto& [b, e] : merged) hidden += std::max(0.0, std::min(c.end_us, e) - std::max(c.start_us, b));
+  }
+  return total > 0 ? hidden / total : 0.0;
+}
+
 // ---- write_trace ----------------------------------------------------------------------------
 
 void write_trace(Communicator& comm, const std::string& dir, const std::string& basename) {

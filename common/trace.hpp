@@ -58,6 +58,15 @@ class TraceScope {
   double start_us_;
 };
 
+// How much of some communication one rank hid behind computing, read off its spans (Tracer::spans):
+// of the time the "comm" spans named one of comm_names ran, the fraction during which a "compute"
+// span whose name starts with compute_prefix ("": any) ran. Compute spans that overlap each
+// other (nested scopes) count once: their union. 0 when there is no such comm span. A comm span
+// runs from when the communicator starts the op to when it completes, so it includes the time
+// it waits for the peers: what the rank would lose if it did nothing meanwhile.
+double hidden_fraction(const std::vector<Span>& spans, const std::vector<std::string>& comm_names,
+                       const std::string& compute_prefix = "");
+
 // Gathers every rank's spans on rank 0 of comm (collective) and writes there
 //   dir/basename.json  Chrome trace events ("ph":"X", pid = rank, tid = stream)
 //   dir/basename.csv   rank,stream,name,start_us,end_us

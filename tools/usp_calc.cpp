@@ -58,7 +58,7 @@ Cli make_cli() {
   cli.add_int("pp", 1, "pipeline-parallel degree p (reported: the first stage, 1F1B)", 1);
   cli.add_int("ep", 1, "expert-parallel degree (dense models: 1)", 1);
   cli.add_flag("json", "print one JSON object instead of the table");
-  cli.add_string("sweep", "", "write a figure's sweep as CSV instead: memory_vs_seq | recompute | zero | tp");
+  cli.add_string("sweep", "", "write a figure's sweep as CSV instead: memory_vs_seq | recompute | zero | tp | cp");
   cli.add_string("csv", "", "with --sweep: the CSV file to write (default: standard output)");
   return cli;
 }

@@ -6,18 +6,6 @@
 
 namespace usp::ch05 {
 
-double hidden_fraction(const std::vector<Span>& spans, const std::string& comm_name) {
-  double total = 0, hidden = 0;
-  for (const Span& c : spans) {
-    if (c.stream != "comm" || c.name != comm_name) continue;
-    total += c.end_us - c.start_us;
-    for (const Span& k : spans)  // compute spans come from one thread: they do not overlap
-      if (k.stream == "compute")
-        hidden += std::max(0.0, std::min(c.end_us, k.end_us) - std::max(c.start_us, k.start_us));
-  }
-  return total > 0 ? hidden / total : 0.0;
-}
-
 std::string stage_label(const ZeroOptions& o) {
   if (o.stage == 0) return "DP";
   std::string s = "ZeRO-" + std::to_string(o.stage);
@@ -51,8 +39,8 @@ StageResult run_stage(Communicator& dp, Communicator& metrics, const TrainingCon
       if (traced) {
         tracer.enable(false);
         const std::vector<Span> spans = tracer.spans();
-        r.gather_hidden = hidden_fraction(spans, "all_gather");
-        r.reduce_hidden = hidden_fraction(spans, "reduce_scatter");
+        r.gather_hidden = hidden_fraction(spans, {"all_gather"});
+        r.reduce_hidden = hidden_fraction(spans, {"reduce_scatter"});
         double first = 0, last = 0;
         for (const Span& x : spans) {
           first = std::min(first, x.start_us);

@@ -31,10 +31,6 @@ struct StageResult {
   double gather_hidden = 0, reduce_hidden = 0, traced_step_ms = 0;
 };
 
-// Of the time spans named `comm_name` on the "comm" stream were running, the fraction covered by
-// "compute" spans (one rank's spans); 0 when there are none.
-double hidden_fraction(const std::vector<Span>& spans, const std::string& comm_name);
-
 // "DP", "ZeRO-1", "ZeRO-2", "ZeRO-3", "ZeRO-3 (no prefetch)".
 std::string stage_label(const ZeroOptions& options);
 

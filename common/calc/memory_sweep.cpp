@@ -102,13 +102,28 @@ MemorySweep figure_tp() {
   return s;
 }
 
-std::vector<std::string> figure_names() { return {"memory_vs_seq", "recompute", "zero", "tp"}; }
+MemorySweep figure_cp() {
+  MemorySweep s;
+  s.models = {"llama3.1-8b"};
+  s.seqs = {4096, 8192, 16384, 32768, 65536, 131072};
+  s.recomputes = {Recompute::selective, Recompute::full};
+  s.layouts.clear();
+  for (std::int64_t c : {1, 2, 4, 8}) {
+    ParallelLayout l;
+    l.cp = c;
+    s.layouts.push_back(l);
+  }
+  return s;
+}
+
+std::vector<std::string> figure_names() { return {"memory_vs_seq", "recompute", "zero", "tp", "cp"}; }
 
 MemorySweep figure_by_name(const std::string& name) {
   if (name == "memory_vs_seq") return figure_memory_vs_seq();
   if (name == "recompute") return figure_recompute();
   if (name == "zero") return figure_zero();
   if (name == "tp") return figure_tp();
+  if (name == "cp") return figure_cp();
   std::string list;
   for (const auto& n : figure_names()) list += (list.empty() ? "" : ", ") + n;
   throw UsageError("unknown sweep '" + name + "' (known: " + list + ")");

@@ -1,9 +1,9 @@
 // Memory sweeps: the calculator evaluated over models × sequence lengths × recomputation modes
-// × precisions × parallel layouts, written as CSV for the analytic plots. Chapters 01, 02, 05
-// and 06 write the playbook's figures' data with
+// × precisions × parallel layouts, written as CSV for the analytic plots. Chapters 01, 02, 05,
+// 06 and 07 write the playbook's figures' data with
 //   write_sweep_csv(out_dir + "/memory_vs_seq.csv", run_sweep(figure_memory_vs_seq()));
-// and plots/ch01_memory_vs_seq.py, ch02_recompute_memory.py, ch05_zero_memory.py and
-// ch06_tp_memory.py draw them.
+// and plots/ch01_memory_vs_seq.py, ch02_recompute_memory.py, ch05_zero_memory.py,
+// ch06_tp_memory.py and ch07_cp_memory.py draw them.
 // usp_calc --sweep NAME writes the same files without running a chapter.
 //
 // CSV columns (one row per configuration, bytes per rank as memory_per_rank computes them):
@@ -46,7 +46,8 @@ std::string sweep_csv(const std::vector<SweepRow>& rows);  // header + one line 
 // Writes sweep_csv(rows) to path, creating its folder; usp::Error if it cannot.
 void write_sweep_csv(const std::string& path, const std::vector<SweepRow>& rows);
 
-// The playbook's analytic figures; s = 1024, 2048, 4096, 8192, 16384, b = 1, mixed precision.
+// The playbook's analytic figures; s = 1024, 2048, 4096, 8192, 16384 (chapter 07: up to 131072),
+// b = 1, mixed precision.
 // ch01: 8B / 70B / 405B, no recomputation (stacked params / grads / optimizer / activations).
 MemorySweep figure_memory_vs_seq();
 // ch02: 1B / 3B / 8B / 70B / 405B, recompute none / selective / full.
@@ -57,6 +58,10 @@ MemorySweep figure_zero();
 // the 8 kv heads are replicated (one per rank, see memory_model.hpp); the playbook's activation
 // formula does not depend on them.
 MemorySweep figure_tp();
+// ch07: 8B at CP = 1, 2, 4 and 8, selective and full recomputation, s = 4096 .. 131072 (the long
+// sequences context parallelism is for). CP divides every activation by c (each rank holds s/c
+// of the sequence); the states stay whole on every rank.
+MemorySweep figure_cp();
 
 // The rows at sequence length `seq` as a table in GiB per GPU (params, grads, optim, their sum,
 // activations, total), each row named by `label` (e.g. "ZeRO-2", "TP 8 + SP"): what a chapter
@@ -64,7 +69,7 @@ MemorySweep figure_tp();
 void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows, std::int64_t seq,
                        const std::string& label_header, const std::function<std::string(const TrainingSetup&)>& label);
 
-// The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero", "tp".
+// The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero", "tp", "cp".
 std::vector<std::string> figure_names();
 MemorySweep figure_by_name(const std::string& name);  // UsageError listing the names otherwise
 

@@ -92,6 +92,33 @@ TEST_CASE("the TP figure: 70B at TP 1, 8, 16 without and with SP; activations fr
   CHECK(figure_by_name("tp").layouts.size() == static_cast<std::size_t>(layouts));
 }
 
+TEST_CASE("the CP figure: 8B at CP 1, 2, 4, 8, selective and full recomputation; CP divides the activations",
+          "[calc][sweep][cp]") {
+  const std::vector<SweepRow> rows = run_sweep(figure_cp());
+  const std::size_t layouts = 4, modes = 2;  // CP 1, 2, 4, 8 within each recomputation mode
+  REQUIRE(rows.size() == 6 * modes * layouts);
+  const std::int64_t h = 4096, L = 32, b = 1;  // llama3.1-8b
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const TrainingSetup& st = rows[i].setup;
+    const std::int64_t c = st.cp, s = st.seq;
+    INFO("s = " << s << ", cp = " << c << ", recompute " << recompute_name(st.recompute));
+    CHECK(s == (std::int64_t{4096} << (i / (modes * layouts))));
+    CHECK(st.recompute == ((i / layouts) % modes == 0 ? Recompute::selective : Recompute::full));
+    CHECK(c == (std::int64_t{1} << (i % layouts)));
+    CHECK(st.model.name == "llama3.1-8b");
+    CHECK((st.dp == 1 && st.tp == 1 && !st.sp && st.pp == 1 && st.precision == Precision::mixed));
+    // Per layer, 16-bit, on s/c tokens: selective 34·(s/c)·b·h, full 2·(s/c)·b·h (the layer's input).
+    const std::int64_t sbh = s / c * b * h;
+    CHECK(rows[i].memory.activations == L * (st.recompute == Recompute::selective ? 34 : 2) * sbh);
+    // The states do not depend on c: every rank holds the whole model.
+    const MemoryBreakdown& cp1 = rows[i - i % layouts].memory;
+    CHECK(rows[i].memory.parameters == cp1.parameters);
+    CHECK(rows[i].memory.gradients == cp1.gradients);
+    CHECK(rows[i].memory.optimizer == cp1.optimizer);
+  }
+  CHECK(figure_by_name("cp").layouts.size() == layouts);
+}
+
 TEST_CASE("the sweep CSV: header, one line per row, values as computed; written to a new folder",
           "[calc][sweep][csv]") {
   const std::vector<SweepRow> rows = run_sweep(figure_zero());

@@ -229,6 +229,22 @@ TEST_CASE("trace: add is safe from several threads", "[core][trace]") {
 
 // ---- CSV -----------------------------------------------------------------------------------
 
+TEST_CASE("trace: hidden_fraction is the part of the named comm spans under the compute spans' union",
+          "[core][trace]") {
+  using usp::Span;
+  const std::vector<Span> spans = {
+      {"send", "comm", 0, 10},              // under compute for [2, 8): 6 of 10
+      {"recv", "comm", 20, 30},             // under nothing
+      {"all_reduce", "comm", 0, 30},        // not asked for
+      {"ring attention", "compute", 2, 6},
+      {"ring attention", "compute", 4, 8},  // overlaps the one before: counted once
+      {"forward layer 0", "compute", 0, 40}};
+  CHECK(usp::hidden_fraction(spans, {"send", "recv"}, "ring") == Approx(6.0 / 20));
+  CHECK(usp::hidden_fraction(spans, {"send"}, "ring") == Approx(0.6));
+  CHECK(usp::hidden_fraction(spans, {"send", "recv"}) == Approx(1.0));  // any compute span: the layer's
+  CHECK(usp::hidden_fraction(spans, {"broadcast"}) == 0.0);             // no such span
+}
+
 TEST_CASE("trace: CSV has the header and one record per span", "[core][trace]") {
   const std::vector<Span> spans = {{"forward", "compute", 0.0, 1.5},
                                    {"all_reduce, bucket \"0\"", "comm", 1.25, 7.125},

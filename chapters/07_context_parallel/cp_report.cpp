@@ -1,0 +1,344 @@
+#include "chapters/07_context_parallel/cp_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/train/training_summary.hpp"
+
+namespace usp::ch07 {
+
+namespace {
+
+constexpr double kMiB = 1048576.0, kKiB = 1024.0;
+constexpr MemCategory kCategories[] = {MemCategory::Parameter,  MemCategory::Gradient,   MemCategory::OptimizerState,
+                                       MemCategory::Activation, MemCategory::CommBuffer, MemCategory::Temporary};
+constexpr MemCategory kState[] = {MemCategory::Parameter, MemCategory::Gradient, MemCategory::OptimizerState};
+// The collectives of the attentions on the context-parallel group; the gradient's all-reduce on
+// the dp·cp group.
+constexpr CommOp kCpOps[] = {CommOp::send, CommOp::recv, CommOp::all_gather, CommOp::reduce_scatter,
+                             CommOp::all_to_all};
+
+std::string cp_key(const char* what, CommOp op) { return std::string(what) + "_cp_" + comm_op_name(op); }
+std::string dp_cp_key(const char* what) { return std::string(what) + "_dp_cp_all_reduce"; }
+
+// cp_variants.csv's columns: the variant's description, then what each rank contributes
+// (measured(), in this order), then the times and the throughput.
+report::Table variant_numbers_table() {
+  std::vector<report::Column> c = {{.key = "label"}, {.key = "attention"}, {.key = "sharding"}, {.key = "cp"},
+                                   {.key = "dp"},    {.key = "micro_batches"}, {.key = "rank"}};
+  for (const char* k : {"cp_rank", "dp_rank"}) c.push_back({.key = k});
+  for (MemCategory m : kCategories) c.push_back({.key = std::string("peak_") + mem_category_name(m)});
+  c.push_back({.key = "peak_total"});
+  for (MemCategory m : kState) c.push_back({.key = std::string("resident_") + mem_category_name(m)});
+  for (const char* k : {"attention_forward_peak_temporary", "attention_kv_formula", "attention_blocks"})
+    c.push_back({.key = k});
+  for (const char* what : {"sent", "counted", "calls", "counted_calls"}) {
+    for (CommOp op : kCpOps) c.push_back({.key = cp_key(what, op)});
+    c.push_back({.key = dp_cp_key(what)});
+  }
+  c.push_back({.key = "comm_matches_count"});  // every op's bytes and calls, on both groups
+  c.push_back({.key = "attention_seconds"});   // per step, the median
+  c.push_back({.key = "hidden_fraction"});     // traced variants; -1 otherwise
+  c.push_back({.key = "step_seconds"});
+  c.push_back({.key = "tokens_per_second"});
+  return report::Table(std::move(c));
+}
+
+// The integers measured() ends with: the attention's seconds and the step's (in ns), the hidden
+// fraction (in 1e-9), converted back to numbers by gather_variants.
+constexpr std::size_t kTimeFields = 3;
+
+std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
+  std::vector<std::int64_t> v = {r.cp_rank, r.dp_rank};
+  for (MemCategory c : kCategories) v.push_back(r.peak[c]);
+  v.push_back(r.peak_total);
+  for (MemCategory c : kState) v.push_back(r.resident[c]);
+  std::int64_t blocks = 0;
+  for (const auto& s : r.blocks_per_step) blocks += static_cast<std::int64_t>(s.size());
+  v.insert(v.end(), {r.attention_peak, r.kv_formula, blocks});
+  const auto per_step = [&](std::uint64_t x) { return static_cast<std::int64_t>(x) / steps; };
+  const auto as_i64 = [](std::uint64_t x) { return static_cast<std::int64_t>(x); };
+  const int ar = static_cast<int>(CommOp::all_reduce);
+  for (CommOp op : kCpOps) v.push_back(per_step(r.cp_comm.sent(op)));
+  v.push_back(per_step(r.dp_cp_comm.sent(CommOp::all_reduce)));
+  for (CommOp op : kCpOps) v.push_back(as_i64(r.counted.cp_bytes[static_cast<int>(op)]));
+  v.push_back(as_i64(r.counted.dp_cp_bytes[ar]));
+  for (CommOp op : kCpOps) v.push_back(per_step(r.cp_comm.count(op)));
+  v.push_back(per_step(r.dp_cp_comm.count(CommOp::all_reduce)));
+  for (CommOp op : kCpOps) v.push_back(as_i64(r.counted.cp_calls[static_cast<int>(op)]));
+  v.push_back(as_i64(r.counted.dp_cp_calls[ar]));
+  // Exact, over every kind of op and all steps (not per step, which would round).
+  bool match = true;
+  const std::uint64_t s = static_cast<std::uint64_t>(steps);
+  for (int op = 0; op < kNumCommOps; ++op)
+    match = match && r.cp_comm.bytes_sent[op] == s * r.counted.cp_bytes[op] &&
+            r.cp_comm.calls[op] == s * r.counted.cp_calls[op] &&
+            r.dp_cp_comm.bytes_sent[op] == s * r.counted.dp_cp_bytes[op] &&
+            r.dp_cp_comm.calls[op] == s * r.counted.dp_cp_calls[op];
+  v.push_back(match ? 1 : 0);
+  v.push_back(std::llround(r.median_attention_seconds() * 1e9));
+  v.push_back(std::llround(r.hidden * 1e9));
+  v.push_back(std::llround(r.median_step_seconds() * 1e9));
+  return v;
+}
+
+report::Table blocks_table() {
+  return report::Table({{.key = "label"}, {.key = "attention"}, {.key = "sharding"}, {.key = "cp"}, {.key = "rank"},
+                        {.key = "step"}, {.key = "q_chunk"}, {.key = "k_chunk"}, {.key = "diagonal"}});
+}
+
+// This rank's blocks as (step, q_chunk, k_chunk, diagonal) quadruples, padded with -1 to `length`.
+std::vector<std::int64_t> flat_blocks(const VariantResult& r, std::size_t length) {
+  std::vector<std::int64_t> v;
+  for (std::size_t step = 0; step < r.blocks_per_step.size(); ++step)
+    for (const Block& b : r.blocks_per_step[step])
+      v.insert(v.end(), {static_cast<std::int64_t>(step), b.q_chunk, b.k_chunk, b.diagonal ? 1 : 0});
+  v.resize(length, -1);
+  return v;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return d;
+}
+
+std::int64_t as_int(const report::Value& v) { return std::get<std::int64_t>(v); }
+double as_double(const report::Value& v) { return std::get<double>(v); }
+
+// The variant's label, padded to 36 characters on the terminal: printf pads bytes, and "×" is two.
+report::Column label_column(std::size_t width = 36) {
+  return {.header = "", .format = "%s", .text = [width](const report::Value& v) {
+            std::string s = std::get<std::string>(v);
+            std::size_t chars = 0;
+            for (unsigned char ch : s) chars += (ch & 0xC0) != 0x80;  // UTF-8: count the lead bytes
+            return s + std::string(chars < width ? width - chars : 0, ' ');
+          }, .header_width = static_cast<int>(width)};
+}
+
+}  // namespace
+
+const report::Value& VariantsReport::at(std::size_t variant, int rank, const std::string& key) const {
+  return numbers.at(variant * static_cast<std::size_t>(world) + static_cast<std::size_t>(rank), key);
+}
+
+bool VariantsReport::comm_matches_count() const {
+  for (std::size_t row = 0; row < numbers.rows(); ++row)
+    if (as_int(numbers.at(row, "comm_matches_count")) != 1) return false;
+  return true;
+}
+
+double VariantsReport::max_relative_loss_difference() const {
+  double d = 0;
+  for (const VariantResult& v : results)
+    for (std::size_t s = 0; s < v.losses.size(); ++s)
+      d = std::max(d, std::fabs(v.losses[s] - results[0].losses[s]) / std::fabs(results[0].losses[s]));
+  return d;
+}
+
+double VariantsReport::max_loss_difference_allowed() const {
+  // The variants compute the same attention in other orders (blocks merged by their lse, one
+  // block over the gathered keys, whole heads), and average the ranks' gradients: in fp32 a few
+  // ulps per op, moved through a few AdamW steps: 1e-4 of the loss (the tests measure below
+  // 1e-7). In bf16 every activation is rounded to 8 significant bits after sums in other orders;
+  // a difference of one bf16 step of the loss itself (2^-8 relative) would be systematic.
+  return dtype == DType::bf16 ? 1.0 / 256 : 1e-4;
+}
+
+bool VariantsReport::losses_agree() const { return max_relative_loss_difference() <= max_loss_difference_allowed(); }
+
+VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult> results, std::int64_t steps,
+                               double tokens_per_step, DType dtype) {
+  VariantsReport r{std::move(results), variant_numbers_table(), blocks_table(), metrics.size(), steps,
+                   tokens_per_step, dtype};
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    const VariantResult& v = r.results[i];
+    const CpLayout& l = v.variant.layout;
+    const auto per_rank = gather_int64(metrics, measured(v, steps));
+    for (int k = 0; k < r.world; ++k) {
+      const std::vector<std::int64_t>& m = per_rank[static_cast<std::size_t>(k)];
+      std::vector<report::Value> row = {l.label(), std::string(attention_name(l.attention)),
+                                        std::string(sharding_name(l.sharding)), std::int64_t{l.cp},
+                                        std::int64_t{l.dp}, v.variant.micro_batches, std::int64_t{k}};
+      row.insert(row.end(), m.begin(), m.end() - kTimeFields);
+      const double attention = static_cast<double>(m[m.size() - 3]) / 1e9;
+      const double hidden = static_cast<double>(m[m.size() - 2]) / 1e9;
+      const double seconds = static_cast<double>(m.back()) / 1e9;
+      row.insert(row.end(), {attention, hidden, seconds, seconds > 0 ? tokens_per_step / seconds : 0.0});
+      r.numbers.add(std::move(row));
+    }
+    // The blocks of the first replica's cp ranks (the other replicas compute the same).
+    std::int64_t mine = 0;
+    for (const auto& s : v.blocks_per_step) mine += 4 * static_cast<std::int64_t>(s.size());
+    std::int64_t longest = 0;
+    for (const auto& n : gather_int64(metrics, {mine})) longest = std::max(longest, n[0]);
+    const auto blocks = gather_int64(metrics, flat_blocks(v, static_cast<std::size_t>(longest)));
+    for (int k = 0; k < r.world; ++k) {
+      if (as_int(r.at(i, k, "dp_rank")) != 0) continue;
+      const std::int64_t cp_rank = as_int(r.at(i, k, "cp_rank"));
+      const std::vector<std::int64_t>& b = blocks[static_cast<std::size_t>(k)];
+      for (std::size_t i = 0; i + 3 < b.size() && b[i] >= 0; i += 4)
+        r.blocks.add({l.label(), std::string(attention_name(l.attention)), std::string(sharding_name(l.sharding)),
+                      std::int64_t{l.cp}, cp_rank, b[i], b[i + 1], b[i + 2], b[i + 3]});
+    }
+  }
+  return r;
+}
+
+void print_losses(std::ostream& out, const VariantsReport& r) {
+  std::vector<report::Column> c = {label_column()};
+  for (std::size_t step = 0; step < r.results[0].losses.size(); ++step)
+    c.push_back({.header = "loss " + std::to_string(step), .format = "  %-11.7f"});
+  c.push_back({.header = "max|Δw| vs the first", .format = "  %.3g"});
+  report::Table t(std::move(c));
+  for (const VariantResult& v : r.results) {
+    std::vector<report::Value> row = {v.variant.layout.label()};
+    row.insert(row.end(), v.losses.begin(), v.losses.end());
+    row.push_back(max_abs_diff(v.parameters, r.results[0].parameters));
+    t.add(std::move(row));
+  }
+  out << "\n1. The same steps on the same global batch with each attention and layout (the mean loss over the batch)\n";
+  t.print(out);
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "  the losses agree across the variants: %s (largest relative difference %.2g; allowed %.2g)\n",
+                r.losses_agree() ? "yes" : "NO", r.max_relative_loss_difference(), r.max_loss_difference_allowed());
+  out << line;
+}
+
+void print_work(std::ostream& out, const VariantsReport& r) {
+  // The cp ranks of the first replica: world ranks whose dp_rank is 0, in cp order.
+  const int cp = r.results[0].variant.layout.cp;
+  std::vector<report::Column> c = {label_column()};
+  const auto rank_header = [](int k, const char* unit) {
+    std::string h = "r";
+    h += std::to_string(k);
+    h += unit;
+    return h;
+  };
+  for (int k = 0; k < cp; ++k) c.push_back({.header = rank_header(k, ""), .format = " %4lld"});
+  c.push_back({.header = "max/min", .format = " %7.2f"});
+  for (int k = 0; k < cp; ++k) c.push_back({.header = rank_header(k, " ms"), .format = " %7.2f", .scale = 1e3});
+  c.push_back({.header = "max/min", .format = " %7.2f"});
+  report::Table t(std::move(c));
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    std::vector<std::int64_t> blocks(static_cast<std::size_t>(cp));
+    std::vector<double> ms(static_cast<std::size_t>(cp));
+    for (int k = 0; k < r.world; ++k) {
+      if (as_int(r.at(i, k, "dp_rank")) != 0) continue;
+      const auto c_rank = static_cast<std::size_t>(as_int(r.at(i, k, "cp_rank")));
+      blocks[c_rank] = as_int(r.at(i, k, "attention_blocks"));
+      ms[c_rank] = as_double(r.at(i, k, "attention_seconds"));
+    }
+    std::vector<report::Value> row = {r.results[i].variant.layout.label()};
+    for (std::int64_t b : blocks) row.emplace_back(b);
+    const auto [blo, bhi] = std::minmax_element(blocks.begin(), blocks.end());
+    row.emplace_back(*blo > 0 ? static_cast<double>(*bhi) / static_cast<double>(*blo) : 0.0);
+    for (double s : ms) row.emplace_back(s);
+    const auto [tlo, thi] = std::minmax_element(ms.begin(), ms.end());
+    row.emplace_back(*tlo > 0 ? *thi / *tlo : 0.0);
+    t.add(std::move(row));
+  }
+  out << "\n2. Each cp rank's attention: the blocks of the causal mask it computed in one forward (a block: one\n"
+         "   chunk of its queries against one chunk of keys; the diagonal's triangle counts as one), and its\n"
+         "   forward attention compute per step (ms, median over the steps; plots/ch07_attention_time.py)\n";
+  t.print(out);
+  out << "  (the all-to-all computes every token of its heads: no chunk blocks, see the lesson;\n"
+         "   plots/ch07_mask_by_rank.py colours the mask by the rank that computed each block)\n";
+}
+
+void print_memory(std::ostream& out, const VariantsReport& r) {
+  out << "\n3. Memory per rank (rank 0; MiB): the state kept between steps, and the peaks; then one attention\n"
+         "   forward on a layer's shapes: its peak Temporary above what was held when it began (KiB), and the\n"
+         "   K/V it holds beyond the rank's own (cp_formulas.hpp)\n";
+  const auto mib = [](const char* header, const char* format) {
+    return report::Column{.header = header, .format = format, .scale = 1 / kMiB};
+  };
+  const auto kib = [](const char* header, const char* format) {
+    return report::Column{.header = header, .format = format, .scale = 1 / kKiB};
+  };
+  report::Table t({label_column(), mib("params", " %8.3f"), mib("grads", " %8.3f"), mib("optimizer", " %9.3f"),
+                   mib("peak:activation", " | %15.3f"), mib("temporary", " %9.3f"), mib("total", " %8.3f"),
+                   kib("attn peak", " | %9.1f"), kib("K/V held", " %8.1f")});
+  for (std::size_t i = 0; i < r.results.size(); ++i)
+    t.add({r.results[i].variant.layout.label(), r.at(i, 0, "resident_parameter"), r.at(i, 0, "resident_gradient"),
+           r.at(i, 0, "resident_optimizer_state"), r.at(i, 0, "peak_activation"), r.at(i, 0, "peak_temporary"),
+           r.at(i, 0, "peak_total"), r.at(i, 0, "attention_forward_peak_temporary"),
+           r.at(i, 0, "attention_kv_formula")});
+  t.print(out);
+  out << "  (every rank holds the whole model: context parallelism splits the activations, not the state; the\n"
+         "   attention's peak also counts its score scratch, [T, W·T] f32 for the all-gather's one block)\n";
+}
+
+void print_comm(std::ostream& out, const VariantsReport& r) {
+  out << "\n4. Bytes sent per step (rank 0; KiB) by collective on the cp group, the gradient's all-reduce on the\n"
+         "   dp·cp group, and the calls per step\n";
+  const auto kib = [](const std::string& header, const char* format) {
+    return report::Column{.header = header, .format = format, .scale = 1 / kKiB};
+  };
+  std::vector<report::Column> c = {label_column()};
+  for (CommOp op : kCpOps)
+    if (op != CommOp::recv) c.push_back(kib(comm_op_name(op), " %14.1f"));
+  c.push_back(kib("dp·cp all_reduce", " %16.1f"));
+  c.push_back({.header = "calls: send", .format = " | %11lld"});
+  for (const char* h : {"recv", "AG", "RS", "A2A"}) c.push_back({.header = h, .format = " %4lld"});
+  report::Table t(std::move(c));
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    std::vector<report::Value> row = {r.results[i].variant.layout.label()};
+    for (CommOp op : kCpOps)
+      if (op != CommOp::recv) row.push_back(r.at(i, 0, cp_key("sent", op)));
+    row.push_back(r.at(i, 0, dp_cp_key("sent")));
+    for (CommOp op : kCpOps) row.push_back(r.at(i, 0, cp_key("calls", op)));
+    t.add(std::move(row));
+  }
+  t.print(out);
+  out << "  (per layer and micro-batch: ring forward W-1 hops of K and V, backward W-1 hops of K and V and W\n"
+         "   of dK, dV; all-gather forward 2 all-gathers, backward 2 all-gathers and 2 reduce-scatters (one\n"
+         "   call per sequence); all-to-all forward q, k, v and the output back, backward the output's\n"
+         "   gradient and dq, dk, dv back; plus one all-reduce of the gradient per step)\n"
+      << "  measured = the count (cp_formulas.hpp), bytes and calls of every op, on every rank: "
+      << (r.comm_matches_count() ? "yes, exactly" : "NO (see cp_variants.csv)") << "\n";
+}
+
+void print_speed(std::ostream& out, const VariantsReport& r) {
+  out << "\n5. Step time (rank 0; the median of the steps, wall clock), throughput, and for the traced variants\n"
+         "   the fraction of their attention's communication time during which the rank computed attention\n";
+  report::Table t({label_column(), {.header = "step ms", .format = " %9.1f", .scale = 1e3},
+                   {.header = "tokens/s", .format = " %10.0f"},
+                   {.header = "hidden", .format = " %7s", .text = [](const report::Value& v) {
+                      const double f = std::get<double>(v);
+                      char s[32];
+                      std::snprintf(s, sizeof s, "%.1f%%", 100 * f);
+                      return f < 0 ? std::string("-") : std::string(s);
+                    }}});
+  for (std::size_t i = 0; i < r.results.size(); ++i)
+    t.add({r.results[i].variant.layout.label(), r.at(i, 0, "step_seconds"), r.at(i, 0, "tokens_per_second"),
+           r.at(i, 0, "hidden_fraction")});
+  t.print(out);
+  out << "  (CPU ranks sharing a few cores: the times mostly say how the cores were shared. The ring sends the\n"
+         "   next K/V block while it computes on the current one; the all-gather and the all-to-all wait for\n"
+         "   their collectives before they compute)\n";
+}
+
+void write_variants_json(JsonWriter& j, const VariantsReport& r) {
+  j.field("losses_agree", r.losses_agree());
+  j.field("max_relative_loss_difference", r.max_relative_loss_difference());
+  j.field("comm_matches_count", r.comm_matches_count());
+  j.key("variants").begin_array();
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    const VariantResult& v = r.results[i];
+    j.begin_object();
+    j.field("label", v.variant.layout.label()).field("name", variant_name(v.variant.layout));
+    j.key("losses").array(v.losses);
+    j.field("max_param_diff_vs_first", max_abs_diff(v.parameters, r.results[0].parameters));
+    j.key("rank0").begin_object();
+    r.numbers.write_json_fields(j, i * static_cast<std::size_t>(r.world));
+    j.end_object();
+    j.end_object();
+  }
+  j.end_array();
+}
+
+}  // namespace usp::ch07

@@ -1,0 +1,132 @@
+// Running and measuring one CP variant (see cp_run.hpp).
+#include "chapters/07_context_parallel/cp_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/rng.hpp"
+#include "common/trace.hpp"
+
+namespace usp::ch07 {
+
+namespace {
+
+double median(std::vector<double> s) {
+  if (s.empty()) return 0;
+  std::sort(s.begin(), s.end());
+  const std::size_t m = s.size() / 2;
+  return s.size() % 2 == 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// Deterministic values in [-1, 1), as a tensor of dtype.
+Tensor random_tensor(const Shape& shape, const std::string& name, DType dtype) {
+  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 2.0f * rng::uniform(11, name, i) - 1.0f;
+  return Tensor::from_floats(v, shape, dtype);
+}
+
+}  // namespace
+
+std::string variant_name(const CpLayout& layout) {
+  std::string a = attention_name(layout.attention), s = sharding_name(layout.sharding);
+  std::replace(a.begin(), a.end(), '-', '_');
+  s.erase(std::remove(s.begin(), s.end(), '-'), s.end());
+  return a + "_" + s;  // ring_zigzag, all_gather_contiguous
+}
+
+double VariantResult::median_step_seconds() const { return median(step_seconds); }
+double VariantResult::median_attention_seconds() const { return median(attention_seconds); }
+
+std::vector<std::string> attention_comm_ops(CpAttention attention) {
+  switch (attention) {
+    case CpAttention::ring: return {"send", "recv"};
+    case CpAttention::all_gather: return {"all_gather", "reduce_scatter"};
+    case CpAttention::all_to_all: return {"all_to_all"};
+  }
+  return {};
+}
+
+std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q, const Tensor& k, const Tensor& v) {
+  MemoryTracker& tracker = MemoryTracker::instance();
+  {
+    Tensor out = Tensor::empty(q.shape(), q.dtype()), saved;
+    attention.attention_forward(q, k, v, out, saved);
+  }
+  // A collective's buffers are let go by the communicator's progress thread just after the op
+  // completes; an op queued behind them (this barrier) completes only once they are gone.
+  attention.comm().barrier();
+  Tensor out = Tensor::empty(q.shape(), q.dtype()), saved;
+  const std::int64_t before = tracker.current()[MemCategory::Temporary];
+  tracker.reset_peak();
+  attention.attention_forward(q, k, v, out, saved);
+  return tracker.peak()[MemCategory::Temporary] - before;
+}
+
+VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
+                          const Variant& variant, const std::string& trace_dir) {
+  MemoryTracker& tracker = MemoryTracker::instance();
+  Tracer& tracer = Tracer::instance();
+  VariantResult r;
+  r.variant = variant;
+  r.kv_formula = attention_kv_bytes(cfg, variant.layout);
+  metrics.barrier();
+  {
+    CpTrainer trainer(world, cfg, variant.layout);
+    r.cp_rank = trainer.cp().rank();
+    r.dp_rank = trainer.dp().rank();
+    r.dp_cp_rank = trainer.dp_cp().rank();
+    r.counted = count_comm(cfg, variant.layout, variant.micro_batches, r.cp_rank, r.dp_cp_rank);
+    // The peaks from here on: the trainer's state, and what its steps add.
+    tracker.reset_peak();
+    trainer.cp().reset_stats();  // building the mesh's groups is not training traffic
+    trainer.dp_cp().reset_stats();
+    for (std::int64_t step = 0; step < cfg.steps; ++step) {
+      // Every cp rank of a replica takes the replica's micro-batches (whole sequences; the
+      // trainer keeps its tokens of each).
+      const std::vector<Batch> micro =
+          rank_micro_batches(data, step, r.dp_rank, variant.micro_batches, cfg.mbs, cfg.seq);
+      const bool traced = !variant.trace_name.empty() && step == cfg.steps - 1;
+      if (traced) {
+        tracer.clear();
+        tracer.align(metrics);
+        tracer.enable(true);
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      const double local = trainer.step(micro);
+      r.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      r.attention_seconds.push_back(trainer.attention().work().compute_seconds);
+      if (traced) {
+        tracer.enable(false);
+        // The only compute spans are the attention's own (no unit spans are recorded): of the
+        // time its collectives ran, the part during which the rank was computing attention.
+        r.hidden = hidden_fraction(tracer.spans(), attention_comm_ops(variant.layout.attention));
+      }
+      // Every rank's loss is the mean over as many tokens: the mean over the ranks is the global one.
+      Tensor loss = Tensor::from_floats({static_cast<float>(local)}, {1});
+      metrics.all_reduce(loss, ReduceOp::avg);
+      r.losses.push_back(static_cast<double>(loss.to_floats()[0]));
+    }
+    r.blocks_per_step = trainer.attention().work().blocks_per_step;
+    r.cp_comm = trainer.cp().stats();
+    r.dp_cp_comm = trainer.dp_cp().stats();
+    // An op queued behind the collectives completes only once their buffers are let go: the
+    // tracker then shows exactly the state the trainer keeps.
+    trainer.cp().barrier();
+    trainer.dp_cp().barrier();
+    r.resident = tracker.current();
+    r.peak = tracker.peak();
+    r.peak_total = tracker.peak_total();
+    // One attention forward on a layer's shapes, after the counters above are read.
+    const ModelConfig& m = cfg.model;
+    const std::int64_t T = cfg.seq / variant.layout.cp, D = m.head_dim();
+    r.attention_peak =
+        attention_forward_peak(trainer.attention(), random_tensor({cfg.mbs, T, m.heads, D}, "q", cfg.dtype),
+                               random_tensor({cfg.mbs, T, m.kv_heads, D}, "k", cfg.dtype),
+                               random_tensor({cfg.mbs, T, m.kv_heads, D}, "v", cfg.dtype));
+    if (!variant.trace_name.empty()) write_trace(metrics, trace_dir, variant.trace_name);
+    r.parameters = trainer.params().flat().to_floats();
+  }
+  return r;
+}
+
+}  // namespace usp::ch07

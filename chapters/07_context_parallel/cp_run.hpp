@@ -1,0 +1,65 @@
+// One CP variant (an attention and a layout of the tokens) trained for a few steps on the run's
+// ranks and measured: the losses, the work each rank's attention did (its blocks of the causal
+// mask and its compute time), this rank's memory by category and the peak of one attention
+// forward, the bytes it sent per collective (next to the count), the step times, the final
+// parameters (to compare variants), and for a traced variant how much of its attention's
+// communication the rank hid behind computing.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chapters/07_context_parallel/cp_formulas.hpp"
+#include "chapters/07_context_parallel/cp_trainer.hpp"
+#include "common/data/dataset.hpp"
+#include "common/memory_tracker.hpp"
+
+namespace usp::ch07 {
+
+struct Variant {
+  CpLayout layout;
+  std::int64_t micro_batches = 1;  // per replica and step
+  std::string trace_name;          // "trace_ring_zigzag": the last step's trace, <out>/<name>.{json,csv}
+};
+
+// "ring_zigzag", "all_gather_contiguous": the variant's name in file names.
+std::string variant_name(const CpLayout& layout);
+
+struct VariantResult {
+  Variant variant;
+  int cp_rank = 0, dp_rank = 0, dp_cp_rank = 0;
+  std::vector<double> losses;          // the global mean loss per step
+  MemCounts resident;                  // this rank's tracked bytes after the last step
+  MemCounts peak;                      // this rank's peaks over the steps
+  std::int64_t peak_total = 0;         // the peak of the total (not the sum of the peaks)
+  std::int64_t attention_peak = 0;     // one attention forward's peak Temporary (attention_forward_peak)
+  std::int64_t kv_formula = 0;         // attention_kv_bytes
+  CommStats cp_comm, dp_cp_comm;       // this rank, all steps
+  CommCount counted;                   // per step
+  std::vector<double> step_seconds;
+  std::vector<double> attention_seconds;  // per step: the attention's forward compute (AttentionWork)
+  std::vector<std::vector<Block>> blocks_per_step;  // the last forward's (AttentionWork)
+  double hidden = -1;                  // traced variants: hidden_fraction of its attention's comm
+  std::vector<float> parameters;       // the final parameters (every rank holds them all)
+
+  double median_step_seconds() const;
+  double median_attention_seconds() const;
+};
+
+// Trains cfg.steps steps of the variant on world's ranks. metrics: a communicator of the same
+// ranks for everything that is not training traffic (the loss average, the trace), so that the
+// trainer's groups count exactly what the variant communicates.
+VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
+                          const Variant& variant, const std::string& trace_dir);
+
+// The Temporary bytes one attention forward holds at its peak above what was held when it began,
+// on q [B, T, H, D], k, v [B, T, G, D] (collective over the attention's group). It runs the forward
+// twice and measures the second (the first builds what the variant keeps between calls), and
+// restarts the tracker's peaks.
+std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q, const Tensor& k, const Tensor& v);
+
+// The names of the "comm" spans of a variant's attention traffic: send and recv (ring),
+// all_gather and reduce_scatter, all_to_all.
+std::vector<std::string> attention_comm_ops(CpAttention attention);
+
+}  // namespace usp::ch07

@@ -1,0 +1,85 @@
+// The all-gather variant of context-parallel attention (see kv_gather_attention.hpp).
+#include "chapters/07_context_parallel/kv_gather_attention.hpp"
+
+#include <chrono>
+#include <vector>
+
+#include "common/ops/ops.hpp"
+#include "common/trace.hpp"
+
+namespace usp::ch07 {
+
+KvGatherAttention::KvGatherAttention(Communicator& cp, CpSharding sharding) : CpAttentionBase(cp, sharding) {}
+
+Tensor KvGatherAttention::gather_sequence(const Tensor& x) {
+  const std::int64_t B = x.dim(0), T = x.dim(1), G = x.dim(2), D = x.dim(3), W = cp_.size();
+  Tensor all = Tensor::empty({B, W * T, G, D}, x.dtype(), MemCategory::Temporary);
+  // One sequence at a time: its T rows from every rank land rank-major in its W·T rows, so the
+  // gathered tensor needs no reordering (and no second buffer).
+  for (std::int64_t b = 0; b < B; ++b) {
+    Tensor row = all.slice(b, b + 1);
+    cp_.all_gather(x.slice(b, b + 1), row);
+  }
+  return all;
+}
+
+const Tensor& KvGatherAttention::gathered_positions(std::int64_t tokens) {
+  const int W = cp_.size();
+  if (!all_positions_.defined() || all_positions_.numel() != W * tokens) {
+    // Kept from call to call (W·T·4 bytes; a Temporary, so that no layer's saved activations
+    // count it).
+    all_positions_ = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);
+    std::int32_t* p = all_positions_.data<std::int32_t>();
+    for (int w = 0; w < W; ++w)
+      for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
+  }
+  return all_positions_;
+}
+
+void KvGatherAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                                          Tensor& saved) {
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2);
+  const int W = cp_.size(), rank = cp_.rank();
+  const Tensor K = gather_sequence(k), V = gather_sequence(v);  // [B, W·T, G, D]
+  const Tensor& k_pos = gathered_positions(T);
+  saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation);  // the log-sum-exp
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    TraceScope span("all-gather attention");
+    ops::attention_block_forward(q, K, V, positions(T), k_pos, out, saved);
+  }
+  work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // One step; its blocks are the (query chunk, key chunk) pairs with a visible key, the key
+  // chunks in the gathered order (rank after rank, each rank's chunks in its storage order).
+  std::vector<Block> blocks;
+  for (int qc : rank_chunks(sharding_, W, rank))
+    for (int w = 0; w < W; ++w)
+      for (int kc : rank_chunks(sharding_, W, w))
+        if (kc <= qc) blocks.push_back({qc, kc, kc == qc});
+  work_.blocks_per_step = {std::move(blocks)};
+}
+
+void KvGatherAttention::attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const Tensor& out, const Tensor& saved, Tensor& dq, Tensor& dk,
+                                           Tensor& dv) {
+  const std::int64_t B = q.dim(0), T = q.dim(1);
+  const Tensor K = gather_sequence(k), V = gather_sequence(v);  // again: the forward let them go
+  Tensor dK = Tensor::zeros(K.shape(), DType::f32, MemCategory::Temporary);
+  Tensor dV = Tensor::zeros(V.shape(), DType::f32, MemCategory::Temporary);
+  dq.zero();
+  {
+    TraceScope span("all-gather attention backward");
+    // The final lse feeds nothing else: its gradient is 0 (dlse undefined).
+    ops::attention_block_backward(dout, Tensor(), q, K, V, positions(T), gathered_positions(T), out, saved, dq, dK,
+                                  dV);
+  }
+  // Each sequence's W·T rows of dK, dV are rank-major: the reduce-scatter sums every rank's
+  // contribution and hands rank w its T rows.
+  for (std::int64_t b = 0; b < B; ++b) {
+    Tensor dk_b = dk.slice(b, b + 1), dv_b = dv.slice(b, b + 1);
+    cp_.reduce_scatter(dK.slice(b, b + 1), dk_b);
+    cp_.reduce_scatter(dV.slice(b, b + 1), dv_b);
+  }
+}
+
+}  // namespace usp::ch07

@@ -1,0 +1,216 @@
+// ch07_context_parallel: the playbook's "Context Parallelism" on the run's W ranks.
+//
+//   1. The variants side by side: every sequence split over cp ranks (--cp, default W; the other
+//      W / cp ranks are data-parallel replicas), its attention computed by a ring of K/V blocks,
+//      an all-gather of K/V or an all-to-all to a head split (--attention), the tokens laid out in
+//      contiguous or zig-zag chunks (--sharding). Each trains the same steps on the same global
+//      batch from the same initial weights, so the losses agree.
+//   2. The work of each rank's attention: the blocks of the causal mask it computed and its
+//      compute time. Contiguous chunks give the last rank W blocks and the first one; zig-zag
+//      balances them (plots/ch07_mask_by_rank.py, plots/ch07_attention_time.py).
+//   3. Each rank's memory by category, and what one attention forward holds: the all-gather the
+//      whole sequence's K/V, the ring two blocks.
+//   4. The bytes each rank sends per step, by collective, against the count (cp_formulas.hpp).
+//   5. The step time, and a trace of each variant's last step: the ring's sends and receives run
+//      while it computes; the fraction of their time hidden that way.
+//   6. The calculator's Llama-3.1 8B at CP 1, 2, 4 and 8 up to 131072 tokens (plots/ch07_cp_memory.py).
+// Writes <out>/summary.json, cp_variants.csv, attention_blocks.csv, the traces
+// trace_<attention>_<sharding>.{json,csv} and cp_memory.csv.
+//
+//   mpirun -np 4 build/bin/ch07_context_parallel [--cp 4] [--attention ring,all-gather,all-to-all]
+//                                                [--sharding contiguous,zig-zag] [--grad-acc 1]
+//   ./usp run 07
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chapters/07_context_parallel/cp_report.hpp"
+#include "chapters/07_context_parallel/cp_run.hpp"
+#include "common/calc/memory_sweep.hpp"
+#include "common/json.hpp"
+#include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
+#include "common/train/training_summary.hpp"
+
+namespace {
+
+using namespace usp;
+using namespace usp::ch07;
+
+struct Setup {
+  TrainingInputs in;
+  int cp = 1, dp = 1;
+  std::vector<Variant> variants = {};
+  std::int64_t grad_acc = 0;  // micro-batches per replica and step
+};
+
+// A comma-separated list of names, each one of `known`, none twice.
+template <class E>
+std::vector<E> parse_list(const std::string& flag, const std::string& text, const std::vector<E>& known,
+                          const char* (*name)(E)) {
+  std::string names;
+  for (E e : known) {
+    if (!names.empty()) names += ',';
+    names += name(e);
+  }
+  std::vector<E> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    bool found = false;
+    for (E e : known)
+      if (item == name(e)) {
+        for (E seen : out)
+          if (seen == e) throw UsageError("--" + flag + " lists " + item + " twice");
+        out.push_back(e);
+        found = true;
+      }
+    if (!found) throw UsageError("--" + flag + " expects a comma-separated list of " + names + "; got '" + item + "'");
+  }
+  if (out.empty()) throw UsageError("--" + flag + " must name at least one of " + names);
+  return out;
+}
+
+// The variants of --attention and --sharding on dp × cp = W ranks, each checked
+// (check_cp_layout) against the model and the sequence.
+void plan_variants(Setup& s, const Cli& cli, int world) {
+  const TrainingConfig& cfg = s.in.config;
+  s.cp = cli.given("cp") ? static_cast<int>(cli.get_int("cp")) : world;
+  if (world % s.cp != 0)
+    throw UsageError("--cp " + std::to_string(s.cp) + " does not divide the " + std::to_string(world) +
+                     " ranks of this run (each of the dp = W / cp replicas is cp ranks)");
+  s.dp = world / s.cp;
+  const auto attentions = parse_list<CpAttention>(
+      "attention", cli.get_string("attention"), {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all},
+      attention_name);
+  const auto shardings = parse_list<CpSharding>("sharding", cli.get_string("sharding"),
+                                                {CpSharding::contiguous, CpSharding::zigzag}, sharding_name);
+  for (CpAttention a : attentions)
+    for (CpSharding sh : shardings) {
+      const CpLayout layout{s.dp, s.cp, sh, a};
+      check_cp_layout(layout, world, cfg.model, cfg.seq);
+      s.variants.push_back({layout, s.grad_acc, "trace_" + variant_name(layout)});
+    }
+}
+
+// Reads and checks the flags; every rank agrees on the outcome (one message on failure).
+Setup read_setup(Runtime& rt, const Cli& cli) {
+  Setup s{agree_training_inputs(rt, cli)};
+  rt.agree([&] {
+    plan_variants(s, cli, rt.size());
+    s.grad_acc = resolve_grad_acc(cli, s.in.config.mbs, s.dp);
+    for (Variant& v : s.variants) v.micro_batches = s.grad_acc;
+  });
+  return s;
+}
+
+void print_intro(std::ostream& out, const Setup& s, int world) {
+  const TrainingConfig& cfg = s.in.config;
+  const std::int64_t global = s.dp * s.grad_acc * cfg.mbs;
+  out << "ch07_context_parallel: " << cfg.model.str() << " (Ψ = " << cfg.model.num_parameters()
+      << " parameters), seq " << cfg.seq << ", " << dtype_name(cfg.dtype) << ", recompute "
+      << recompute_name(cfg.recompute) << "\n  W = " << world << (world == 1 ? " rank" : " ranks") << ": dp = " << s.dp
+      << " replica(s) of cp = " << s.cp << " rank(s), each holding " << cfg.seq / s.cp << " of every sequence's "
+      << cfg.seq << " tokens\n  global batch " << global << " samples (micro-batches of " << cfg.mbs << ", "
+      << s.grad_acc << " per replica and step), " << cfg.steps << " AdamW steps per variant:";
+  for (const Variant& v : s.variants) out << (&v == &s.variants.front() ? " " : ", ") << v.layout.label();
+  out << "\n";
+  if (s.cp == 1)
+    out << "  note: with cp = 1 every rank holds whole sequences: no context parallelism. Run it on several ranks:\n"
+           "        mpirun -np 4 build/bin/ch07_context_parallel (or ./usp run 07)\n";
+}
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch07_context_parallel",
+          "context parallelism: each sequence split over cp ranks, attention by a ring, an all-gather or an "
+          "all-to-all, in contiguous or zig-zag chunks");
+  cli.add_common("out/07_context_parallel");
+  add_training_flags(cli, {"usp-small", 256, 1, 3, 3e-3});
+  cli.add_int("cp", 1, "context-parallel ranks per sequence (default: the world size W); dp = W / cp replicas", 1,
+              1 << 16);
+  cli.add_string("attention", "ring,all-gather,all-to-all",
+                 "the context-parallel attentions to run side by side, comma-separated");
+  cli.add_string("sharding", "contiguous,zig-zag", "the layouts of the tokens to run each attention with");
+  cli.add_int("grad-acc", 1, "micro-batches per replica per optimizer step", 1, 1024);
+  cli.add_int("global-batch", 0, "samples per step over all replicas; sets --grad-acc (0: mbs × grad-acc × dp)", 0,
+              1 << 24);
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const Setup setup = read_setup(rt, cli);
+  const TrainingConfig& cfg = setup.in.config;
+  const int world = rt.size();
+  const std::string out = cli.get_string("out");
+  if (rt.is_root()) print_intro(std::cout, setup, world);
+  // Everything that is not a variant's own traffic (losses, traces, comparisons) goes over a
+  // second communicator, so that the trainer's groups count exactly what the variants send.
+  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  make_dirs(out);
+
+  std::vector<VariantResult> results;
+  for (const Variant& v : setup.variants) {
+    // The ring merges its blocks with exercise 07.1 and every variant lays the tokens out with
+    // exercise 07.2: while they are stubs, nothing can train (skipped on every rank together).
+    const std::string missing = rt.skip_if_not_implemented(
+        [&] { results.push_back(run_variant(rt.world(), *metrics, cfg, *setup.in.data, v, out)); });
+    if (!missing.empty()) {
+      if (rt.is_root())
+        std::cout << "\nthe variants: skipped until exercises 07.1 and 07.2 are written (" << missing << ")\n";
+      return 0;
+    }
+  }
+  const double tokens_per_step = static_cast<double>(setup.dp * setup.grad_acc * cfg.tokens_per_micro_batch());
+  const VariantsReport report = gather_variants(*metrics, std::move(results), cfg.steps, tokens_per_step, cfg.dtype);
+  if (rt.is_root()) {
+    print_losses(std::cout, report);
+    print_work(std::cout, report);
+    print_memory(std::cout, report);
+    print_comm(std::cout, report);
+    print_speed(std::cout, report);
+    report.numbers.write_csv(out + "/cp_variants.csv");
+    report.blocks.write_csv(out + "/attention_blocks.csv");
+    const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_cp());  // 6. the 8B figure
+    calc::write_sweep_csv(out + "/cp_memory.csv", sweep);
+    const std::int64_t longest = sweep.back().setup.seq;
+    std::cout << "\n6. The calculator: " << sweep.front().setup.model.name << ", mixed precision, b = 1, at s = "
+              << longest << " (GiB per GPU; plots/ch07_cp_memory.py draws every s)\n";
+    for (Recompute mode : calc::figure_cp().recomputes) {
+      std::vector<calc::SweepRow> rows;
+      for (const calc::SweepRow& row : sweep)
+        if (row.setup.recompute == mode) rows.push_back(row);
+      std::cout << "  " << recompute_name(mode) << " recomputation:\n";
+      calc::print_sweep_table(std::cout, rows, longest, "layout",
+                              [](const calc::TrainingSetup& s) { return "CP " + std::to_string(s.cp); });
+    }
+  }
+
+  JsonWriter j;
+  j.begin_object().field("world", world).field("dp", setup.dp).field("cp", setup.cp);
+  j.field("grad_acc", setup.grad_acc).field("global_batch", setup.dp * setup.grad_acc * cfg.mbs);
+  j.field("num_parameters", cfg.model.num_parameters());
+  write_variants_json(j, report);
+  j.end_object();
+  // The top-level losses, memory and comm_bytes are the last variant's (its peaks are the
+  // tracker's since that variant began, its bytes those of its cp and dp·cp groups); "variants"
+  // holds every variant.
+  const VariantResult& last = report.results.back();
+  CommStats traffic = last.cp_comm;
+  for (int op = 0; op < kNumCommOps; ++op) {
+    traffic.calls[op] += last.dp_cp_comm.calls[op];
+    traffic.payload_bytes[op] += last.dp_cp_comm.payload_bytes[op];
+    traffic.bytes_sent[op] += last.dp_cp_comm.bytes_sent[op];
+  }
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "07_context_parallel", .losses = last.losses,
+                          .tokens_per_second = tokens_per_step / last.median_step_seconds(), .dp = setup.dp,
+                          .cp = setup.cp, .flags_json = cli.values_json(), .chapter_json = j.str(), .comm = &traffic});
+  if (rt.is_root())
+    std::cout << "\nwrote " << out << "/summary.json, cp_variants.csv, attention_blocks.csv, cp_memory.csv and the "
+              << "traces trace_*.{json,csv}\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
+}

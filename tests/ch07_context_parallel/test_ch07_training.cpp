@@ -1,0 +1,282 @@
+// Chapter 07: training with context parallelism. Every attention (ring, all-gather, all-to-all)
+// with either layout (contiguous, zig-zag) trains like the single-rank baseline: the same losses,
+// first gradient and parameters after 3 AdamW steps. The work each rank's attention did, as the
+// run recorded it: zig-zag balances it, contiguous gives rank r r + 1 blocks. What the all-gather
+// holds while it computes; the bytes each variant sends per step against its count; bad layouts
+// refused with one message. The [mpi] cases run on 1, 2 and 4 ranks with cp = the world size (and
+// dp 2 × cp 2 on 4).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "chapters/07_context_parallel/cp_run.hpp"
+#include "chapters/07_context_parallel/cp_trainer.hpp"
+#include "common/comm/comm_volume.hpp"
+#include "common/memory_tracker.hpp"
+#include "common/rng.hpp"
+#include "tests/support/baseline_run.hpp"
+#include "tests/support/elementwise_check.hpp"
+#include "tests/support/small_model.hpp"
+#include "tests/support/test_world.hpp"
+
+using namespace usp;
+using namespace usp::ch07;
+using usp::testing::elementwise_mismatch;
+using usp::testing::Tolerance;
+using usp::testing::world;
+
+namespace {
+
+// Heads and kv heads that 1, 2 and 4 divide (the all-to-all splits them), grouped-query attention
+// (2 query heads per kv head), and a sequence that 2·4 chunks divide (zig-zag on 4 ranks).
+TrainingConfig cp_training() {
+  TrainingConfig cfg;
+  cfg.model = testing::small_model(
+      {.name = "cp-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 8, .kv_heads = 4, .ffn = 48});
+  cfg.seq = 16;
+  cfg.mbs = 2;
+  cfg.steps = 3;
+  return cfg;
+}
+
+constexpr CpAttention kAttentions[] = {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all};
+constexpr CpSharding kShardings[] = {CpSharding::contiguous, CpSharding::zigzag};
+
+// cp = W with every attention and layout, and on 4 ranks dp 2 × cp 2 too.
+std::vector<CpLayout> layouts_for(int W) {
+  std::vector<CpLayout> out;
+  for (CpAttention a : kAttentions)
+    for (CpSharding s : kShardings) {
+      out.push_back({1, W, s, a});
+      if (W == 4) out.push_back({2, 2, s, a});
+    }
+  return out;
+}
+
+double max_abs(const std::vector<float>& a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
+}
+
+testing::Run cp_run(Communicator& w, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
+                    const CpLayout& layout, std::int64_t k) {
+  CpTrainer trainer(w, cfg, layout);
+  testing::Run run;
+  for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    // Every cp rank of a replica takes the replica's micro-batches (whole sequences).
+    const double local = trainer.step(rank_micro_batches(data, step, trainer.dp().rank(), k, cfg.mbs, cfg.seq));
+    run.losses.push_back(testing::mean_over_ranks(metrics, local));  // equal token counts: the global mean
+    // Every rank holds the whole model: its gradient after the dp × cp average is the global one.
+    if (step == 0) run.grad0 = trainer.params().flat_grad().to_floats();
+  }
+  run.params = trainer.params().flat().to_floats();
+  return run;
+}
+
+}  // namespace
+
+// ---- training = the single-rank baseline ------------------------------------------------------------
+
+TEST_CASE("every CP attention and layout trains like the single-rank baseline", "[ch07][mpi]") {
+  Communicator& w = world();
+  auto metrics = w.split(0, w.rank());
+  const TrainingConfig cfg = cp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  for (const CpLayout& layout : layouts_for(w.size())) {
+    const std::int64_t k = layout.dp > 1 ? 2 : 1;  // dp × cp also accumulates 2 micro-batches
+    INFO(layout.label() << ", " << k << " micro-batch(es) per replica, rank " << w.rank());
+    const testing::Run base = testing::baseline(cfg, *data, layout.dp * k);
+    const testing::Run got = cp_run(w, *metrics, cfg, *data, layout, k);
+    const double gmax = max_abs(base.grad0);
+    REQUIRE(gmax > 0);
+    // The first loss: the same model on the same tokens, each rank's mean over its tokens
+    // averaged in double; the attention sums over the keys in another order (blocks merged by
+    // their lse, or one block over the gathered keys) with exp in fp32. A few fp32 ulps (6e-8
+    // relative each): bounded by 1e-6 (16 ulps). A token at a wrong position (RoPE) or a key
+    // missing from a query's softmax is an O(1e-2) change. Measured ≤ 2e-8 relative.
+    CHECK(std::fabs(got.losses[0] - base.losses[0]) <= 1e-6 * base.losses[0]);
+    // The first gradient: W ranks' partial gradients averaged (fp32 reassociation), the
+    // attention's backward summed per block: a few ulps of the largest terms. Bounded by 2e-6 of
+    // the largest element (measured ≤ 2.7e-7 of it). A missing dK/dV contribution of another
+    // rank's queries, or a rank whose gradient is left out of the average, is an O(1) error.
+    CHECK(elementwise_mismatch(got.grad0, base.grad0, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
+    // After 3 AdamW steps: the differences above through Adam's normalised update (≤ lr per
+    // element and step), where a gradient within rounding of zero has an arbitrary sign; lr/30
+    // is a thirtieth of one update, so a weight that missed one or got a wrong one fails
+    // (measured |Δw| ≤ 6.2e-6).
+    for (std::size_t s = 0; s < got.losses.size(); ++s)
+      CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-6 * base.losses[s]);
+    CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+  }
+}
+
+// ---- the work of each rank's attention, as the run recorded it -------------------------------------
+
+TEST_CASE("zig-zag gives every rank the same attention work; contiguous gives rank r r + 1 blocks", "[ch07][mpi]") {
+  Communicator& w = world();
+  const int W = w.size();
+  const TrainingConfig cfg = cp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  // The variants that compute the mask block by block, one query chunk against one key chunk.
+  for (CpAttention a : {CpAttention::ring, CpAttention::all_gather})
+    for (CpSharding s : kShardings) {
+      const CpLayout layout{1, W, s, a};
+      INFO(layout.label() << ", rank " << w.rank());
+      CpTrainer trainer(w, cfg, layout);
+      trainer.step(rank_micro_batches(*data, 0, 0, 1, cfg.mbs, cfg.seq));
+      const AttentionWork& work = trainer.attention().work();
+      CHECK(work.compute_seconds > 0);
+      const auto blocks = gather_int64(trainer.cp(), {work.blocks()});
+      std::vector<std::int64_t> per_rank;
+      for (const auto& b : blocks) per_rank.push_back(b[0]);
+      INFO("blocks per rank: " << Catch::Detail::stringify(per_rank));
+      if (s == CpSharding::contiguous) {
+        // Rank r's queries see its own chunk (the diagonal) and the r chunks before it.
+        for (int r = 0; r < W; ++r) CHECK(per_rank[static_cast<std::size_t>(r)] == r + 1);
+      } else {
+        // Chunks r and 2W-1-r: r + 1 and 2W - r blocks, 2W + 1 whatever r is.
+        const auto [lo, hi] = std::minmax_element(per_rank.begin(), per_rank.end());
+        CHECK(*lo == *hi);
+        CHECK(*hi == 2 * W + 1);
+      }
+      // The whole mask is covered once: every visible (query chunk, key chunk) pair, over the
+      // ranks, is computed by exactly one rank.
+      std::int64_t total = 0;
+      for (std::int64_t b : per_rank) total += b;
+      const std::int64_t chunks = chunk_count(s, W);
+      CHECK(total == chunks * (chunks + 1) / 2);
+    }
+}
+
+// ---- memory: the all-gather holds the whole sequence's K and V ----------------------------------------
+
+namespace {
+
+// Deterministic values in [-1, 1) (keyed by name and index), as a tensor.
+Tensor random_tensor(const Shape& shape, const std::string& name) {
+  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 2.0f * rng::uniform(11, name, i) - 1.0f;
+  return Tensor::from_floats(v, shape);
+}
+
+}  // namespace
+
+TEST_CASE("the all-gather attention holds the whole sequence's K and V while it computes", "[ch07][mpi]") {
+  Communicator& w = world();
+  const std::int64_t W = w.size(), B = 2, T = 8, H = 4, G = 2, D = 4;  // T tokens per rank
+  const Tensor q = random_tensor({B, T, H, D}, "q"), k = random_tensor({B, T, G, D}, "k");
+  const Tensor v = random_tensor({B, T, G, D}, "v");
+  for (CpSharding s : kShardings) {
+    INFO(sharding_name(s) << ", rank " << w.rank());
+    auto attention = make_cp_attention(CpAttention::all_gather, w, s, H, G);
+    // K and V of every rank, [B, W·T, G, D] f32 each, and the one block's [T, W·T] f32 scores
+    // (ops::attention_block_forward's scratch); nothing else.
+    const std::int64_t kv = 2 * B * W * T * G * D * 4, scores = T * W * T * 4;
+    CHECK(attention_forward_peak(*attention, q, k, v) == kv + scores);
+  }
+}
+
+// ---- communication: the bytes each variant sends per step ---------------------------------------------
+
+TEST_CASE("each CP attention sends per step what its count says", "[ch07][mpi]") {
+  Communicator& w = world();
+  const TrainingConfig cfg = cp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const std::int64_t k = 2;  // micro-batches per replica
+  const std::uint64_t e = 4;  // fp32 activations and gradients
+  const std::uint64_t L = static_cast<std::uint64_t>(cfg.model.layers), B = static_cast<std::uint64_t>(cfg.mbs);
+  const std::uint64_t D = static_cast<std::uint64_t>(cfg.model.head_dim());
+  const std::uint64_t H = static_cast<std::uint64_t>(cfg.model.heads);
+  const std::uint64_t G = static_cast<std::uint64_t>(cfg.model.kv_heads);
+  for (const CpLayout& layout : layouts_for(w.size())) {
+    INFO(layout.label() << ", rank " << w.rank());
+    CpTrainer trainer(w, cfg, layout);
+    trainer.cp().reset_stats();
+    trainer.dp_cp().reset_stats();
+    trainer.step(rank_micro_batches(*data, 0, trainer.dp().rank(), k, cfg.mbs, cfg.seq));
+    const CommStats& s = trainer.cp().stats();
+    const int W = layout.cp, r = trainer.cp().rank();
+    const std::uint64_t T = static_cast<std::uint64_t>(cfg.seq / W);  // tokens per rank
+    const std::uint64_t n = k * L;  // attention calls per step, each way
+    const std::uint64_t kv = B * T * G * D * e;  // one rank's k (or v) of a micro-batch, bytes
+    auto sent = [&](CommOp op, std::uint64_t payload) { return comm_volume(op, payload, W, r).bytes_sent; };
+    switch (layout.attention) {
+      case CpAttention::all_gather:
+        // Per layer and micro-batch, one collective per sequence (B): forward k and v gathered;
+        // backward gathered again, and dK, dV (f32) reduce-scattered. Each moves W·T·G·D of a
+        // sequence; a rank sends (W-1)/W of it.
+        CHECK(s.count(CommOp::all_gather) == n * 2 * 2 * B);
+        CHECK(s.sent(CommOp::all_gather) == n * 2 * 2 * B * sent(CommOp::all_gather, W * kv / B));
+        CHECK(s.count(CommOp::reduce_scatter) == n * 2 * B);
+        CHECK(s.sent(CommOp::reduce_scatter) == n * 2 * B * sent(CommOp::reduce_scatter, W * kv / B));
+        CHECK(s.total_sent() == s.sent(CommOp::all_gather) + s.sent(CommOp::reduce_scatter));
+        break;
+      case CpAttention::ring:
+        // Forward: W - 1 hops of this rank's K and V block; backward: W - 1 hops of K and V
+        // again, and W hops of dK, dV (f32), the last one bringing them home.
+        CHECK(s.sent(CommOp::send) == n * (2 * (W - 1) * kv + 2 * W * kv));
+        CHECK(s.total_sent() == s.sent(CommOp::send));
+        break;
+      case CpAttention::all_to_all: {
+        // Forward: q, k and v to the head split, the output back; backward: the output's
+        // gradient to the head split, dq, dk and dv back. A rank sends (W-1)/W of each.
+        const std::uint64_t qkv = B * T * (H + 2 * G) * D * e, o = B * T * H * D * e;
+        CHECK(s.sent(CommOp::all_to_all) == n * 2 * (sent(CommOp::all_to_all, qkv) + sent(CommOp::all_to_all, o)));
+        CHECK(s.total_sent() == s.sent(CommOp::all_to_all));
+        break;
+      }
+    }
+    // Data and context parallelism: one all-reduce of the whole gradient over the dp·cp ranks.
+    const CommStats& d = trainer.dp_cp().stats();
+    CHECK(d.count(CommOp::all_reduce) == (layout.world() > 1 ? 1u : 0u));
+    if (layout.world() > 1)
+      CHECK(d.payload_bytes[static_cast<int>(CommOp::all_reduce)] ==
+            static_cast<std::uint64_t>(trainer.params().numel()) * e);
+  }
+}
+
+// ---- bad layouts ---------------------------------------------------------------------------------------
+
+TEST_CASE("check_cp_layout refuses what cannot run, with one message", "[ch07]") {
+  const ModelConfig m = cp_training().model;  // 8 heads, 4 kv heads
+  CHECK_NOTHROW(check_cp_layout({1, 4, CpSharding::zigzag, CpAttention::ring}, 4, m, 16));
+  CHECK_THROWS_WITH(check_cp_layout({1, 4, CpSharding::zigzag, CpAttention::ring}, 4, m, 12),
+                    Catch::Contains("seq 12 is not divisible by 2·cp = 8"));
+  CHECK_NOTHROW(check_cp_layout({1, 4, CpSharding::contiguous, CpAttention::ring}, 4, m, 12));
+  CHECK_THROWS_WITH(check_cp_layout({1, 4, CpSharding::contiguous, CpAttention::all_gather}, 4, m, 10),
+                    Catch::Contains("seq 10 is not divisible by cp = 4"));
+  CHECK_THROWS_WITH(check_cp_layout({2, 2, CpSharding::zigzag, CpAttention::ring}, 3, m, 16),
+                    Catch::Contains("the mesh dp 2 × cp 2 = 4 ranks does not match the 3 ranks of this run"));
+  CHECK_THROWS_WITH(check_cp_layout({0, 2, CpSharding::zigzag, CpAttention::ring}, 0, m, 16),
+                    Catch::Contains("--dp and --cp must be >= 1"));
+  ModelConfig six = m;
+  six.heads = 6;
+  six.kv_heads = 3;
+  six.hidden = 48;
+  CHECK_NOTHROW(check_cp_layout({1, 4, CpSharding::zigzag, CpAttention::ring}, 4, six, 16));
+  CHECK_THROWS_WITH(check_cp_layout({1, 4, CpSharding::zigzag, CpAttention::all_to_all}, 4, six, 16),
+                    Catch::Contains("cp must divide the number of heads (6) and of kv heads (3)"));
+  CHECK_THROWS_WITH(check_cp_layout({1, 2, CpSharding::zigzag, CpAttention::all_to_all}, 2, six, 16),
+                    Catch::Contains("cp must divide the number of heads (6) and of kv heads (3)"));
+  // The trainer checks before it builds anything (no collective: every rank throws alike).
+  const TrainingConfig cfg = cp_training();
+  CHECK_THROWS_WITH(CpTrainer(world(), cfg, {1, 3 * world().size(), CpSharding::zigzag, CpAttention::ring}),
+                    Catch::Contains("does not match the"));
+}
+
+TEST_CASE("local_tokens takes a rank's tokens of every sequence at its positions", "[ch07]") {
+  Batch b{Tensor::empty({2, 8}, DType::i32), Tensor::empty({2, 8}, DType::i32)};
+  for (std::int32_t i = 0; i < 16; ++i) {
+    b.inputs.data<std::int32_t>()[i] = i;
+    b.targets.data<std::int32_t>()[i] = 100 + i;
+  }
+  const Batch mine = local_tokens(b, {1, 2, 5, 6});  // zig-zag rank 1 of 2: chunks 1 and 2
+  REQUIRE(mine.inputs.shape() == Shape{2, 4});
+  std::vector<std::int32_t> in(mine.inputs.data<std::int32_t>(), mine.inputs.data<std::int32_t>() + 8);
+  std::vector<std::int32_t> tg(mine.targets.data<std::int32_t>(), mine.targets.data<std::int32_t>() + 8);
+  CHECK(in == std::vector<std::int32_t>{1, 2, 5, 6, 9, 10, 13, 14});
+  CHECK(tg == std::vector<std::int32_t>{101, 102, 105, 106, 109, 110, 113, 114});
+}
