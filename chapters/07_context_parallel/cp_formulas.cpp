@@ -55,15 +55,14 @@ CommCount count_comm(const TrainingConfig& cfg, const CpLayout& layout, std::int
       break;
     }
     case CpAttention::all_to_all: {
-      // Forward: q, k, v to the head split (3), the output back (1); backward: the output's
-      // gradient to the head split (1), dq, dk, dv (f32) back (3).
+      // Every all-to-all carries fp32 (ulysses_attention.hpp). Forward: q, k, v to the head split,
+      // the output back; backward: dout, out, q, k, v to the head split again (nothing kept), dq,
+      // dk, dv back.
       const u64 q = B * T * H * D, kv = B * T * G * D;
-      cp.add(CommOp::all_to_all, forwards, q * e);
-      cp.add(CommOp::all_to_all, 2 * forwards, kv * e);
-      cp.add(CommOp::all_to_all, forwards, q * e);
-      cp.add(CommOp::all_to_all, backwards, q * f32);
-      cp.add(CommOp::all_to_all, backwards, q * f32);
-      cp.add(CommOp::all_to_all, 2 * backwards, kv * f32);
+      cp.add(CommOp::all_to_all, 2 * forwards, q * f32);
+      cp.add(CommOp::all_to_all, 2 * forwards, kv * f32);
+      cp.add(CommOp::all_to_all, 4 * backwards, q * f32);
+      cp.add(CommOp::all_to_all, 4 * backwards, kv * f32);
       break;
     }
   }

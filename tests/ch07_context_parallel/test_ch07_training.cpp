@@ -216,15 +216,17 @@ TEST_CASE("each CP attention sends per step what its count says", "[ch07][mpi]")
         break;
       case CpAttention::ring:
         // Forward: W - 1 hops of this rank's K and V block; backward: W - 1 hops of K and V
-        // again, and W hops of dK, dV (f32), the last one bringing them home.
-        CHECK(s.sent(CommOp::send) == n * (2 * (W - 1) * kv + 2 * W * kv));
+        // again, and W hops of dK, dV (f32), the last one bringing them home (none at W = 1).
+        CHECK(s.sent(CommOp::send) == n * (2 * (W - 1) * kv + 2 * (W - 1) * kv + (W > 1 ? 2 * W * kv : 0)));
         CHECK(s.total_sent() == s.sent(CommOp::send));
         break;
       case CpAttention::all_to_all: {
         // Forward: q, k and v to the head split, the output back; backward: the output's
-        // gradient to the head split, dq, dk and dv back. A rank sends (W-1)/W of each.
+        // gradient, the output, q, k and v to the head split again (nothing is kept), dq, dk and
+        // dv back: 3 × (q, k, v) + 3 × out. A rank sends (W-1)/W of each.
         const std::uint64_t qkv = B * T * (H + 2 * G) * D * e, o = B * T * H * D * e;
-        CHECK(s.sent(CommOp::all_to_all) == n * 2 * (sent(CommOp::all_to_all, qkv) + sent(CommOp::all_to_all, o)));
+        CHECK(s.count(CommOp::all_to_all) == n * 12);
+        CHECK(s.sent(CommOp::all_to_all) == n * 3 * (sent(CommOp::all_to_all, qkv) + sent(CommOp::all_to_all, o)));
         CHECK(s.total_sent() == s.sent(CommOp::all_to_all));
         break;
       }

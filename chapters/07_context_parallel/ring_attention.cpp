@@ -1,0 +1,178 @@
+#include "chapters/07_context_parallel/ring_attention.hpp"
+
+#include <chrono>
+#include <limits>
+#include <string>
+
+#include "chapters/07_context_parallel/merge_attention.hpp"
+#include "chapters/07_context_parallel/token_rows.hpp"
+#include "common/ops/ops.hpp"
+#include "common/trace.hpp"
+
+namespace usp::ch07 {
+
+namespace {
+
+// Tags: four per step (k, v, dk, dv), so that the messages of one step never match another's.
+int tag(int step, int which) { return 4 * step + which; }
+
+// Where a chunk's tokens sit among its rank's: the chunk's index in rank_chunks times L.
+std::int64_t chunk_row(CpSharding s, int world, int rank, int chunk, std::int64_t len) {
+  const std::vector<int> chunks = rank_chunks(s, world, rank);
+  for (std::size_t i = 0; i < chunks.size(); ++i)
+    if (chunks[i] == chunk) return static_cast<std::int64_t>(i) * len;
+  throw Error("ring attention: rank " + std::to_string(rank) + " does not hold chunk " + std::to_string(chunk));
+}
+
+// The positions [L] i32 of a chunk's tokens in the whole sequence.
+Tensor chunk_positions(int chunk, std::int64_t len) {
+  Tensor p = Tensor::empty({len}, DType::i32, MemCategory::Temporary);
+  for (std::int64_t i = 0; i < len; ++i) p.data<std::int32_t>()[i] = static_cast<std::int32_t>(chunk * len + i);
+  return p;
+}
+
+// The K/V block a rank holds at a ring step, and the transfer of the next one.
+struct KvBlock {
+  Tensor k, v;  // [B, T, G, D]: the keys and values of rank `owner`
+  int owner = 0;
+};
+
+struct Transfer {
+  WorkHandle send_k, send_v, recv_k, recv_v;
+  void wait() {
+    for (WorkHandle* w : {&send_k, &send_v, &recv_k, &recv_v})
+      if (*w) (*w)->wait();
+  }
+};
+
+// Posts the send of `held` to rank r+1 and the receive of the next block from rank r-1 into
+// `next` (allocated here); the caller computes, then waits.
+Transfer pass_on(Communicator& cp, const KvBlock& held, KvBlock& next, int step) {
+  const int W = cp.size(), r = cp.rank();
+  next.k = Tensor::empty(held.k.shape(), held.k.dtype(), MemCategory::CommBuffer);
+  next.v = Tensor::empty(held.v.shape(), held.v.dtype(), MemCategory::CommBuffer);
+  next.owner = (held.owner - 1 + W) % W;
+  Transfer t;
+  t.recv_k = cp.recv_async(next.k, (r - 1 + W) % W, tag(step, 0));
+  t.recv_v = cp.recv_async(next.v, (r - 1 + W) % W, tag(step, 1));
+  t.send_k = cp.send_async(held.k, (r + 1) % W, tag(step, 0));
+  t.send_v = cp.send_async(held.v, (r + 1) % W, tag(step, 1));
+  return t;
+}
+
+}  // namespace
+
+RingAttention::RingAttention(Communicator& cp, CpSharding sharding) : CpAttentionBase(cp, sharding) {}
+
+void RingAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& saved) {
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), D = q.dim(3);
+  const int W = cp_.size(), r = cp_.rank();
+  const std::int64_t len = T / static_cast<std::int64_t>(rank_chunks(sharding_, W, r).size());
+  // The running result in fp32: out [B, T, H, D] and lse [B, H, T] (what backward keeps).
+  Tensor acc = Tensor::zeros({B, T, H, D}, DType::f32, MemCategory::Temporary);
+  saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation);
+  for (std::int64_t i = 0; i < saved.numel(); ++i) saved.data<float>()[i] = -std::numeric_limits<float>::infinity();
+  const Tensor lse_rows = saved.reshape({B * H, T, 1});  // the same memory, tokens as dim 1
+
+  work_.blocks_per_step.assign(static_cast<std::size_t>(W), {});
+  KvBlock held{k, v, r};
+  for (int step = 0; step < W; ++step) {
+    KvBlock next;
+    Transfer transfer;
+    if (step + 1 < W) transfer = pass_on(cp_, held, next, step);  // in flight while we compute
+    {
+      TraceScope span("ring step " + std::to_string(step));
+      const auto t0 = std::chrono::steady_clock::now();
+      for (const Block& b : ring_step_blocks(sharding_, W, r, step)) {
+        const std::int64_t qr = chunk_row(sharding_, W, r, b.q_chunk, len);
+        const std::int64_t kr = chunk_row(sharding_, W, held.owner, b.k_chunk, len);
+        const Tensor qc = take_tokens(q, qr, len), kc = take_tokens(held.k, kr, len), vc = take_tokens(held.v, kr, len);
+        Tensor out_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary);
+        Tensor lse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary);
+        ops::attention_block_forward(qc, kc, vc, chunk_positions(b.q_chunk, len), chunk_positions(b.k_chunk, len),
+                                     out_b, lse_b);
+        // Merge into the query chunk's rows of the running result (exercise 07.1).
+        Tensor out_c = take_tokens(acc, qr, len);
+        Tensor lse_c = take_tokens(lse_rows, qr, len).reshape({B, H, len});
+        merge_partial_attention(out_c, lse_c, out_b, lse_b);
+        put_tokens(out_c, acc, qr);
+        Tensor lse_rows_mut = saved.reshape({B * H, T, 1});
+        put_tokens(lse_c.reshape({B * H, len, 1}), lse_rows_mut, qr);
+        work_.blocks_per_step[static_cast<std::size_t>(step)].push_back(b);
+      }
+      work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (step + 1 < W) {
+      transfer.wait();
+      held = next;
+    }
+  }
+  put_tokens(acc, out, 0);  // rounded to the layer's dtype once
+}
+
+void RingAttention::attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& out, const Tensor& saved, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), D = q.dim(3), G = k.dim(2);
+  const int W = cp_.size(), r = cp_.rank();
+  const std::int64_t len = T / static_cast<std::int64_t>(rank_chunks(sharding_, W, r).size());
+  const Tensor lse_rows = saved.reshape({B * H, T, 1});
+  Tensor dq_acc = Tensor::zeros({B, T, H, D}, DType::f32, MemCategory::Temporary);
+  // The dK/dV accumulator of the block held, travelling with it (f32).
+  Tensor dk_acc = Tensor::zeros({B, T, G, D}, DType::f32, MemCategory::CommBuffer);
+  Tensor dv_acc = Tensor::zeros({B, T, G, D}, DType::f32, MemCategory::CommBuffer);
+
+  KvBlock held{k, v, r};
+  for (int step = 0; step < W; ++step) {
+    KvBlock next;
+    Transfer transfer;
+    if (step + 1 < W) transfer = pass_on(cp_, held, next, step);  // the next K/V, prefetched
+    {
+      TraceScope span("ring backward step " + std::to_string(step));
+      const auto t0 = std::chrono::steady_clock::now();
+      for (const Block& b : ring_step_blocks(sharding_, W, r, step)) {
+        const std::int64_t qr = chunk_row(sharding_, W, r, b.q_chunk, len);
+        const std::int64_t kr = chunk_row(sharding_, W, held.owner, b.k_chunk, len);
+        const Tensor qc = take_tokens(q, qr, len), kc = take_tokens(held.k, kr, len), vc = take_tokens(held.v, kr, len);
+        const Tensor qp = chunk_positions(b.q_chunk, len), kp = chunk_positions(b.k_chunk, len);
+        // The block's own partial result, recomputed.
+        Tensor out_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary);
+        Tensor lse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary);
+        ops::attention_block_forward(qc, kc, vc, qp, kp, out_b, lse_b);
+        // The gradient the merge hands it (exercise 07.1), then the block's backward.
+        const Tensor lse_c = take_tokens(lse_rows, qr, len).reshape({B, H, len});
+        Tensor dout_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary);
+        Tensor dlse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary);
+        merge_partial_attention_backward(take_tokens(dout, qr, len), take_tokens(out, qr, len), lse_c, out_b, lse_b,
+                                         dout_b, dlse_b);
+        Tensor dqc = Tensor::zeros({B, len, H, D}, DType::f32, MemCategory::Temporary);
+        Tensor dkc = Tensor::zeros({B, len, G, D}, DType::f32, MemCategory::Temporary);
+        Tensor dvc = Tensor::zeros({B, len, G, D}, DType::f32, MemCategory::Temporary);
+        ops::attention_block_backward(dout_b, dlse_b, qc, kc, vc, qp, kp, out_b, lse_b, dqc, dkc, dvc);
+        put_tokens(dqc, dq_acc, qr, /*add=*/true);
+        put_tokens(dkc, dk_acc, kr, /*add=*/true);
+        put_tokens(dvc, dv_acc, kr, /*add=*/true);
+      }
+      work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (step + 1 < W) transfer.wait();
+    if (W > 1) {
+      // The accumulator goes on with its block to rank r+1; the one for the block arriving (or,
+      // after the last step, this rank's own, home from its last visit) comes from rank r-1.
+      Tensor dk_in = Tensor::empty(dk_acc.shape(), DType::f32, MemCategory::CommBuffer);
+      Tensor dv_in = Tensor::empty(dv_acc.shape(), DType::f32, MemCategory::CommBuffer);
+      WorkHandle rk = cp_.recv_async(dk_in, (r - 1 + W) % W, tag(step, 2));
+      WorkHandle rv = cp_.recv_async(dv_in, (r - 1 + W) % W, tag(step, 3));
+      WorkHandle sk = cp_.send_async(dk_acc, (r + 1) % W, tag(step, 2));
+      WorkHandle sv = cp_.send_async(dv_acc, (r + 1) % W, tag(step, 3));
+      for (WorkHandle* w : {&rk, &rv, &sk, &sv}) (*w)->wait();
+      dk_acc = dk_in;
+      dv_acc = dv_in;
+    }
+    if (step + 1 < W) held = next;
+  }
+  put_tokens(dq_acc, dq, 0);
+  put_tokens(dk_acc, dk, 0);
+  put_tokens(dv_acc, dv, 0);
+}
+
+}  // namespace usp::ch07

@@ -1,0 +1,131 @@
+#include "chapters/07_context_parallel/ulysses_attention.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "common/dtype.hpp"
+#include "common/ops/ops.hpp"
+#include "common/trace.hpp"
+
+namespace usp::ch07 {
+
+UlyssesAttention::UlyssesAttention(Communicator& cp, CpSharding sharding) : CpAttentionBase(cp, sharding) {}
+
+const Tensor& UlyssesAttention::gathered_positions(std::int64_t tokens) {
+  const int W = cp_.size();
+  if (!all_positions_.defined() || all_positions_.numel() != W * tokens) {
+    all_positions_ = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);
+    std::int32_t* p = all_positions_.data<std::int32_t>();
+    for (int w = 0; w < W; ++w)
+      for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
+  }
+  return all_positions_;
+}
+
+Tensor UlyssesAttention::to_heads(const Tensor& x) {
+  const std::int64_t B = x.dim(0), T = x.dim(1), X = x.dim(2), D = x.dim(3);
+  const int W = cp_.size();
+  const std::int64_t hp = X / W;
+  // Chunk j of the send buffer: every token of mine, heads [j·hp, (j+1)·hp): [W, B, T, hp, D].
+  Tensor xf = Tensor::empty(x.shape(), DType::f32, MemCategory::Temporary);
+  convert_to_float(x.dtype(), x.raw(), xf.data<float>(), static_cast<std::size_t>(x.numel()));
+  Tensor send = Tensor::empty({W, B, T, hp, D}, DType::f32, MemCategory::CommBuffer);
+  Tensor recv = Tensor::empty({W, B, T, hp, D}, DType::f32, MemCategory::CommBuffer);
+  const float* s = xf.data<float>();
+  float* o = send.data<float>();
+  for (int j = 0; j < W; ++j)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t h = 0; h < hp; ++h)
+          for (std::int64_t e = 0; e < D; ++e)
+            o[(((j * B + b) * T + t) * hp + h) * D + e] = s[((b * T + t) * X + j * hp + h) * D + e];
+  cp_.all_to_all(send, recv);
+  // Chunk i received: rank i's tokens, my heads -> rows [i·T, (i+1)·T) of [B, W·T, hp, D].
+  Tensor y = Tensor::empty({B, W * T, hp, D}, DType::f32, MemCategory::Temporary);
+  const float* r = recv.data<float>();
+  float* yp = y.data<float>();
+  for (int i = 0; i < W; ++i)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t h = 0; h < hp; ++h)
+          for (std::int64_t e = 0; e < D; ++e)
+            yp[((b * W * T + i * T + t) * hp + h) * D + e] = r[(((i * B + b) * T + t) * hp + h) * D + e];
+  return y;
+}
+
+void UlyssesAttention::to_tokens(const Tensor& y, Tensor& into) {
+  const std::int64_t B = into.dim(0), T = into.dim(1), X = into.dim(2), D = into.dim(3);
+  const int W = cp_.size();
+  const std::int64_t hp = X / W;
+  // Chunk i of the send buffer: rank i's tokens (rows [i·T, (i+1)·T)), my heads.
+  Tensor send = Tensor::empty({W, B, T, hp, D}, DType::f32, MemCategory::CommBuffer);
+  Tensor recv = Tensor::empty({W, B, T, hp, D}, DType::f32, MemCategory::CommBuffer);
+  const float* yp = y.data<float>();
+  float* o = send.data<float>();
+  for (int i = 0; i < W; ++i)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t h = 0; h < hp; ++h)
+          for (std::int64_t e = 0; e < D; ++e)
+            o[(((i * B + b) * T + t) * hp + h) * D + e] = yp[((b * W * T + i * T + t) * hp + h) * D + e];
+  cp_.all_to_all(send, recv);
+  // Chunk j received: my tokens, rank j's heads [j·hp, (j+1)·hp).
+  Tensor xf = Tensor::empty(into.shape(), DType::f32, MemCategory::Temporary);
+  const float* r = recv.data<float>();
+  float* x = xf.data<float>();
+  for (int j = 0; j < W; ++j)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t h = 0; h < hp; ++h)
+          for (std::int64_t e = 0; e < D; ++e)
+            x[((b * T + t) * X + j * hp + h) * D + e] = r[(((j * B + b) * T + t) * hp + h) * D + e];
+  convert_from_float(xf.data<float>(), into.dtype(), into.raw(), static_cast<std::size_t>(into.numel()));
+}
+
+void UlyssesAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                                         Tensor& saved) {
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), D = q.dim(3);
+  const int W = cp_.size(), rank = cp_.rank();
+  const Tensor qh = to_heads(q), kh = to_heads(k), vh = to_heads(v);  // [B, W·T, heads/W, D]
+  const Tensor& pos = gathered_positions(T);
+  Tensor outh = Tensor::empty({B, W * T, H / W, D}, DType::f32, MemCategory::Temporary);
+  saved = Tensor::empty({B, H / W, W * T}, DType::f32, MemCategory::Activation);  // the log-sum-exp
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    TraceScope span("all-to-all attention");
+    ops::attention_block_forward(qh, kh, vh, pos, pos, outh, saved);
+  }
+  work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  to_tokens(outh, out);
+  // One step: for its heads the rank computes every block of the causal mask; per (query chunk,
+  // key chunk) of its own tokens that is the same list as the others', so the work is listed as
+  // the rank's query chunks against every visible key chunk (as the all-gather does).
+  std::vector<Block> blocks;
+  for (int qc : rank_chunks(sharding_, W, rank))
+    for (int w = 0; w < W; ++w)
+      for (int kc : rank_chunks(sharding_, W, w))
+        if (kc <= qc) blocks.push_back({qc, kc, kc == qc});
+  work_.blocks_per_step = {std::move(blocks)};
+}
+
+void UlyssesAttention::attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                          const Tensor& out, const Tensor& saved, Tensor& dq, Tensor& dk,
+                                          Tensor& dv) {
+  const std::int64_t T = q.dim(1);
+  const Tensor douth = to_heads(dout), outh = to_heads(out), qh = to_heads(q), kh = to_heads(k), vh = to_heads(v);
+  const Tensor& pos = gathered_positions(T);
+  Tensor dqh = Tensor::zeros(qh.shape(), DType::f32, MemCategory::Temporary);
+  Tensor dkh = Tensor::zeros(kh.shape(), DType::f32, MemCategory::Temporary);
+  Tensor dvh = Tensor::zeros(vh.shape(), DType::f32, MemCategory::Temporary);
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    TraceScope span("all-to-all attention backward");
+    ops::attention_block_backward(douth, Tensor(), qh, kh, vh, pos, pos, outh, saved, dqh, dkh, dvh);
+  }
+  work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  to_tokens(dqh, dq);
+  to_tokens(dkh, dk);
+  to_tokens(dvh, dv);
+}
+
+}  // namespace usp::ch07
