@@ -1,0 +1,193 @@
+// Chapter 07: the pieces of context-parallel attention. The layout (exercise 07.2): every token
+// of the sequence on exactly one rank at its position, and the ring's blocks covering the causal
+// mask's chunk pairs exactly once, balanced under zig-zag. The merge (exercise 07.1): two key
+// blocks' partial results merged = attention over both, and the merge's gradient turning the
+// union's backward into the blocks'. Each context-parallel attention ([mpi], W = 1, 2, 4 ranks,
+// contiguous and zig-zag): every rank's outputs and gradients equal one device's attention over
+// the whole sequence, row for row.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <set>
+
+#include "chapters/07_context_parallel/cp_attention.hpp"
+#include "chapters/07_context_parallel/merge_attention.hpp"
+#include "chapters/07_context_parallel/token_rows.hpp"
+#include "common/ops/ops.hpp"
+#include "common/rng.hpp"
+#include "tests/support/elementwise_check.hpp"
+#include "tests/support/test_world.hpp"
+
+using namespace usp;
+using namespace usp::ch07;
+using usp::testing::elementwise_mismatch;
+using usp::testing::Tolerance;
+using usp::testing::world;
+
+namespace {
+
+Tensor random_tensor(const Shape& shape, const std::string& name) {
+  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 2.0f * rng::uniform(11, name, i) - 1.0f;
+  return Tensor::from_floats(v, shape);
+}
+
+Tensor positions_tensor(const std::vector<std::int32_t>& p) {
+  Tensor t = Tensor::empty({static_cast<std::int64_t>(p.size())}, DType::i32);
+  std::copy(p.begin(), p.end(), t.data<std::int32_t>());
+  return t;
+}
+
+Tensor iota(std::int64_t n, std::int32_t first) {
+  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = first + static_cast<std::int32_t>(i);
+  return positions_tensor(p);
+}
+
+// Rows `positions` (token indices) of a [B, T, X, D] tensor, in that order: [B, n, X, D].
+Tensor rows_at(const Tensor& x, const std::vector<std::int32_t>& positions) {
+  const std::int64_t B = x.dim(0), n = static_cast<std::int64_t>(positions.size());
+  Tensor out = Tensor::empty({B, n, x.dim(2), x.dim(3)});
+  for (std::int64_t i = 0; i < n; ++i)
+    put_tokens(take_tokens(x, positions[static_cast<std::size_t>(i)], 1), out, i);
+  (void)B;
+  return out;
+}
+
+}  // namespace
+
+// ---- exercise 07.2: the layout ------------------------------------------------------------------
+
+TEST_CASE("the layout (exercise 07.2): every token on one rank, the ring's blocks cover the mask once", "[ch07]") {
+  CHECK(rank_chunks(CpSharding::zigzag, 4, 0) == std::vector<int>{0, 7});
+  CHECK(rank_chunks(CpSharding::zigzag, 4, 3) == std::vector<int>{3, 4});
+  CHECK(rank_positions(CpSharding::zigzag, 8, 2, 1) == std::vector<std::int32_t>{2, 3, 4, 5});
+  CHECK(rank_positions(CpSharding::zigzag, 8, 2, 0) == std::vector<std::int32_t>{0, 1, 6, 7});
+  CHECK(rank_positions(CpSharding::contiguous, 8, 2, 1) == std::vector<std::int32_t>{4, 5, 6, 7});
+  // W = 2, zig-zag, rank 0 at step 1 holds rank 1's chunks {1, 2}: its chunk 3 sees both fully,
+  // its chunk 0 neither.
+  CHECK(ring_step_blocks(CpSharding::zigzag, 2, 0, 1) == std::vector<Block>{{3, 1, false}, {3, 2, false}});
+  for (CpSharding s : {CpSharding::contiguous, CpSharding::zigzag})
+    for (int W : {1, 2, 3, 4, 8}) {
+      INFO(sharding_name(s) << ", W = " << W);
+      const int chunks = chunk_count(s, W);
+      const std::int64_t seq = 4 * chunks;
+      std::multiset<std::int32_t> seen;
+      std::multiset<std::pair<int, int>> pairs;
+      std::vector<std::int64_t> per_rank;
+      for (int r = 0; r < W; ++r) {
+        const auto pos = rank_positions(s, seq, W, r);
+        CHECK(static_cast<std::int64_t>(pos.size()) == seq / W);
+        seen.insert(pos.begin(), pos.end());
+        std::int64_t n = 0;
+        for (int i = 0; i < W; ++i)
+          for (const Block& b : ring_step_blocks(s, W, r, i)) {
+            pairs.insert({b.q_chunk, b.k_chunk});
+            CHECK(b.diagonal == (b.q_chunk == b.k_chunk));
+            ++n;
+          }
+        per_rank.push_back(n);
+      }
+      // Every position once; every (query chunk, key chunk) pair of the causal mask once.
+      std::multiset<std::int32_t> all;
+      for (std::int32_t p = 0; p < seq; ++p) all.insert(p);
+      CHECK(seen == all);
+      std::multiset<std::pair<int, int>> mask;
+      for (int qc = 0; qc < chunks; ++qc)
+        for (int kc = 0; kc <= qc; ++kc) mask.insert({qc, kc});
+      CHECK(pairs == mask);
+      for (int r = 0; r < W; ++r) {
+        // contiguous: rank r computes its chunk against chunks 0..r; zig-zag: 2W + 1 on every rank.
+        const std::int64_t want = s == CpSharding::contiguous ? r + 1 : 2 * W + 1;
+        CHECK(per_rank[static_cast<std::size_t>(r)] == want);
+      }
+    }
+}
+
+// ---- exercise 07.1: the merge -------------------------------------------------------------------
+
+TEST_CASE("the merge (exercise 07.1): two key blocks merged = attention over both, and its gradient", "[ch07]") {
+  // Queries at positions 8..11 against keys 0..11 in two blocks, 0..5 and 6..11 (GQA, B = 2).
+  const std::int64_t B = 2, H = 4, G = 2, D = 4, Tq = 4;
+  const Tensor q = random_tensor({B, Tq, H, D}, "q"), k = random_tensor({B, 12, G, D}, "k"),
+               v = random_tensor({B, 12, G, D}, "v"), dout = random_tensor({B, Tq, H, D}, "dout");
+  const Tensor qp = iota(Tq, 8);
+  Tensor out = Tensor::empty({B, Tq, H, D}), lse = Tensor::empty({B, H, Tq});
+  ops::attention_block_forward(q, k, v, qp, iota(12, 0), out, lse);
+  // The blocks' partial results, merged into a running result that starts empty.
+  Tensor acc = Tensor::zeros({B, Tq, H, D}), acc_lse = Tensor::empty({B, H, Tq});
+  for (std::int64_t i = 0; i < acc_lse.numel(); ++i) acc_lse.data<float>()[i] = -INFINITY;
+  std::vector<Tensor> block_out, block_lse;
+  for (std::int64_t k0 : {0, 6}) {
+    block_out.push_back(Tensor::empty({B, Tq, H, D}));
+    block_lse.push_back(Tensor::empty({B, H, Tq}));
+    ops::attention_block_forward(q, take_tokens(k, k0, 6), take_tokens(v, k0, 6), qp, iota(6, static_cast<std::int32_t>(k0)),
+                                 block_out.back(), block_lse.back());
+    merge_partial_attention(acc, acc_lse, block_out.back(), block_lse.back());
+  }
+  // fp32: a few ulps of outputs of order 1 (1e-6 is ~8 ulps of 1); a wrong weight is O(0.1).
+  CHECK(elementwise_mismatch(acc.to_floats(), out.to_floats(), Tolerance::absolute(1e-6)) == "");
+  CHECK(elementwise_mismatch(acc_lse.to_floats(), lse.to_floats(), Tolerance::absolute(1e-6)) == "");
+  // Backward: the union's gradients (dlse = 0) = the sum over the blocks of each block's backward
+  // from the gradient the merge hands it.
+  Tensor dq = Tensor::zeros(q.shape()), dk = Tensor::zeros(k.shape()), dv = Tensor::zeros(v.shape());
+  ops::attention_block_backward(dout, Tensor(), q, k, v, qp, iota(12, 0), out, lse, dq, dk, dv);
+  Tensor dq2 = Tensor::zeros(q.shape()), dk2 = Tensor::zeros(k.shape()), dv2 = Tensor::zeros(v.shape());
+  for (std::size_t b = 0; b < 2; ++b) {
+    const std::int64_t k0 = static_cast<std::int64_t>(b) * 6;
+    Tensor dob = Tensor::empty({B, Tq, H, D}), dlb = Tensor::empty({B, H, Tq});
+    merge_partial_attention_backward(dout, out, lse, block_out[b], block_lse[b], dob, dlb);
+    Tensor dkb = Tensor::zeros({B, 6, G, D}), dvb = Tensor::zeros({B, 6, G, D});
+    ops::attention_block_backward(dob, dlb, q, take_tokens(k, k0, 6), take_tokens(v, k0, 6), qp,
+                                  iota(6, static_cast<std::int32_t>(k0)), block_out[b], block_lse[b], dq2, dkb, dvb);
+    put_tokens(dkb, dk2, k0);
+    put_tokens(dvb, dv2, k0);
+  }
+  // Gradients of order 1 over 12 keys: reassociated fp32 sums, a few ulps each (2e-6 is ~16 ulps
+  // of 1); a missing dlse term or weight is O(0.1).
+  CHECK(elementwise_mismatch(dq2.to_floats(), dq.to_floats(), Tolerance::absolute(2e-6)) == "");
+  CHECK(elementwise_mismatch(dk2.to_floats(), dk.to_floats(), Tolerance::absolute(2e-6)) == "");
+  CHECK(elementwise_mismatch(dv2.to_floats(), dv.to_floats(), Tolerance::absolute(2e-6)) == "");
+}
+
+// ---- every context-parallel attention = one device's attention over the whole sequence ----------
+
+TEST_CASE("every context-parallel attention equals attention over the whole sequence, row for row",
+          "[ch07][mpi]") {
+  Communicator& cp = world();
+  const int W = cp.size(), r = cp.rank();
+  const std::int64_t B = 2, H = 8, G = 4, D = 4, seq = 16;
+  // The whole sequence, the same on every rank; one device's attention over it.
+  const Tensor q = random_tensor({B, seq, H, D}, "Q"), k = random_tensor({B, seq, G, D}, "K"),
+               v = random_tensor({B, seq, G, D}, "V"), dout = random_tensor({B, seq, H, D}, "dO");
+  Tensor out = Tensor::empty(q.shape()), probs;
+  ops::attention_forward(q, k, v, out, probs);
+  Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
+  ops::attention_backward(dout, q, k, v, Tensor(), dq, dk, dv);
+  for (CpAttention a : {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all})
+    for (CpSharding s : {CpSharding::contiguous, CpSharding::zigzag}) {
+      INFO(attention_name(a) << ", " << sharding_name(s) << ", W = " << W << ", rank " << r);
+      auto attention = make_cp_attention(a, cp, s, H, G);
+      const std::vector<std::int32_t> mine = rank_positions(s, seq, W, r);
+      const std::int64_t T = static_cast<std::int64_t>(mine.size());
+      CHECK(attention->positions(T).to_floats() == positions_tensor(mine).to_floats());
+      const Tensor qr = rows_at(q, mine), kr = rows_at(k, mine), vr = rows_at(v, mine);
+      Tensor o = Tensor::empty(qr.shape()), saved;
+      attention->attention_forward(qr, kr, vr, o, saved);
+      // fp32 dot products and softmax sums over <= 16 keys, merged in another order than one
+      // device sums them: a few ulps of values of order 1 (2e-6 is ~16 ulps of 1).
+      CHECK(elementwise_mismatch(o.to_floats(), rows_at(out, mine).to_floats(), Tolerance::absolute(2e-6), r) == "");
+      Tensor gq = Tensor::empty(qr.shape()), gk = Tensor::empty(kr.shape()), gv = Tensor::empty(vr.shape());
+      attention->attention_backward(rows_at(dout, mine), qr, kr, vr, o, saved, gq, gk, gv);
+      // dk and dv sum every rank's queries' contributions in another order: a few ulps more.
+      CHECK(elementwise_mismatch(gq.to_floats(), rows_at(dq, mine).to_floats(), Tolerance::absolute(2e-6), r) == "");
+      CHECK(elementwise_mismatch(gk.to_floats(), rows_at(dk, mine).to_floats(), Tolerance::absolute(2e-6), r) == "");
+      CHECK(elementwise_mismatch(gv.to_floats(), rows_at(dv, mine).to_floats(), Tolerance::absolute(2e-6), r) == "");
+    }
+}
+
+TEST_CASE("the all-to-all attention refuses heads that W does not divide, on every rank", "[ch07][mpi]") {
+  Communicator& cp = world();
+  if (cp.size() == 1) return;  // one rank divides everything
+  CHECK_THROWS_WITH(make_cp_attention(CpAttention::all_to_all, cp, CpSharding::zigzag, 6 * cp.size() + 1, 1),
+                    Catch::Contains("cp must divide the number of heads"));
+}
