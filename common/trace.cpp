@@ -222,9 +222,8 @@ std::string spans_to_chrome_json(const std::vector<std::pair<int, std::vector<Sp
 
 // ---- hidden_fraction -------------------------------------------------------------------------
 
-double hidden_fraction(const std::vector<Span>& spans, const std::vector<std::string>& comm_names,
-                       const std::string& compute_prefix) {
-  // The union of the compute spans, as sorted disjoint intervals.
+std::vector<std::pair<double, double>> busy_intervals(const std::vector<Span>& spans,
+                                                      const std::string& compute_prefix) {
   std::vector<std::pair<double, double>> busy;
   for (const Span& s : spans)
     if (s.stream == "compute" && s.name.rfind(compute_prefix, 0) == 0) busy.emplace_back(s.start_us, s.end_us);
@@ -236,11 +235,23 @@ double hidden_fraction(const std::vector<Span>& spans, const std::vector<std::st
     else
       merged.push_back(iv);
   }
+  return merged;
+}
+
+double covered_us(const std::vector<std::pair<double, double>>& intervals, double start_us, double end_us) {
+  double covered = 0;
+  for (const auto& [b, e] : intervals) covered += std::max(0.0, std::min(end_us, e) - std::max(start_us, b));
+  return covered;
+}
+
+double hidden_fraction(const std::vector<Span>& spans, const std::vector<std::string>& comm_names,
+                       const std::string& compute_prefix) {
+  const auto busy = busy_intervals(spans, compute_prefix);
   double total = 0, hidden = 0;
   for (const Span& c : spans) {
     if (c.stream != "comm" || std::find(comm_names.begin(), comm_names.end(), c.name) == comm_names.end()) continue;
     total += c.end_us - c.start_us;
-    for (const auto& [b, e] : merged) hidden += std::max(0.0, std::min(c.end_us, e) - std::max(c.start_us, b));
+    hidden += covered_us(busy, c.start_us, c.end_us);
   }
   return total > 0 ? hidden / total : 0.0;
 }

@@ -58,6 +58,13 @@ class TraceScope {
   double start_us_;
 };
 
+// The union of one rank's "compute" spans whose name starts with compute_prefix ("": any), as
+// sorted disjoint [start_us, end_us) intervals: the time it was computing.
+std::vector<std::pair<double, double>> busy_intervals(const std::vector<Span>& spans,
+                                                      const std::string& compute_prefix = "");
+// The time of [start_us, end_us) that the intervals cover.
+double covered_us(const std::vector<std::pair<double, double>>& intervals, double start_us, double end_us);
+
 // How much of some communication one rank hid behind computing, read off its spans (Tracer::spans):
 // of the time the "comm" spans named one of comm_names ran, the fraction during which a "compute"
 // span whose name starts with compute_prefix ("": any) ran. Compute spans that overlap each

@@ -34,6 +34,17 @@ const Tensor& CpAttentionBase::positions(std::int64_t tokens) const {
   return positions_;
 }
 
+const Tensor& CpAttentionBase::gathered_positions(std::int64_t tokens) const {
+  const int W = cp_.size();
+  if (!all_positions_.defined() || all_positions_.numel() != W * tokens) {
+    all_positions_ = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);  // batch data
+    std::int32_t* p = all_positions_.data<std::int32_t>();
+    for (int w = 0; w < W; ++w)
+      for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
+  }
+  return all_positions_;
+}
+
 std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communicator& cp, CpSharding sharding,
                                                    std::int64_t heads, std::int64_t kv_heads) {
   switch (variant) {

@@ -43,6 +43,9 @@ class CpAttentionBase : public ContextParallel {
   // cp: the context-parallel group (rank order = the layout's rank order).
   CpAttentionBase(Communicator& cp, CpSharding sharding);
   const Tensor& positions(std::int64_t tokens) const override;
+  // The positions of every rank's tokens, rank after rank ([W·T] i32): the order of K/V gathered
+  // from every rank (all-gather) or of every token of a head (all-to-all).
+  const Tensor& gathered_positions(std::int64_t tokens) const;
   Communicator& comm() const { return cp_; }
   CpSharding sharding() const { return sharding_; }
   const AttentionWork& work() const { return work_; }
@@ -52,7 +55,8 @@ class CpAttentionBase : public ContextParallel {
   Communicator& cp_;
   CpSharding sharding_;
   AttentionWork work_;
-  mutable Tensor positions_;  // [T] i32, built for the first T asked for
+  mutable Tensor positions_;      // [T] i32, built for the T asked for
+  mutable Tensor all_positions_;  // [W·T] i32
 };
 
 // The variant's implementation; UsageError for all-to-all when W does not divide the heads.

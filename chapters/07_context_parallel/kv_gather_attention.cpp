@@ -23,19 +23,6 @@ Tensor KvGatherAttention::gather_sequence(const Tensor& x) {
   return all;
 }
 
-const Tensor& KvGatherAttention::gathered_positions(std::int64_t tokens) {
-  const int W = cp_.size();
-  if (!all_positions_.defined() || all_positions_.numel() != W * tokens) {
-    // Kept from call to call (W·T·4 bytes; a Temporary, so that no layer's saved activations
-    // count it).
-    all_positions_ = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);
-    std::int32_t* p = all_positions_.data<std::int32_t>();
-    for (int w = 0; w < W; ++w)
-      for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
-  }
-  return all_positions_;
-}
-
 void KvGatherAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                                           Tensor& saved) {
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2);

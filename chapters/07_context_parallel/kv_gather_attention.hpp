@@ -36,10 +36,6 @@ class KvGatherAttention final : public CpAttentionBase {
  private:
   // x [B, T, G, D] of every rank -> [B, W·T, G, D] (a Temporary), rank w's at rows [w·T, (w+1)·T).
   Tensor gather_sequence(const Tensor& x);
-  // The positions of the gathered rows: every rank's rank_positions, rank after rank: [W·T] i32.
-  const Tensor& gathered_positions(std::int64_t tokens);
-
-  Tensor all_positions_;
 };
 
 }  // namespace usp::ch07

@@ -11,17 +11,6 @@ namespace usp::ch07 {
 
 UlyssesAttention::UlyssesAttention(Communicator& cp, CpSharding sharding) : CpAttentionBase(cp, sharding) {}
 
-const Tensor& UlyssesAttention::gathered_positions(std::int64_t tokens) {
-  const int W = cp_.size();
-  if (!all_positions_.defined() || all_positions_.numel() != W * tokens) {
-    all_positions_ = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);
-    std::int32_t* p = all_positions_.data<std::int32_t>();
-    for (int w = 0; w < W; ++w)
-      for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
-  }
-  return all_positions_;
-}
-
 Tensor UlyssesAttention::to_heads(const Tensor& x) {
   const std::int64_t B = x.dim(0), T = x.dim(1), X = x.dim(2), D = x.dim(3);
   const int W = cp_.size();

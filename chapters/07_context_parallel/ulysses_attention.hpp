@@ -33,10 +33,6 @@ class UlyssesAttention final : public CpAttentionBase {
   // this rank's X/W heads), and back (into `into`, converting to its dtype).
   Tensor to_heads(const Tensor& x);
   void to_tokens(const Tensor& y, Tensor& into);
-  // The positions of the W·T gathered rows: every rank's rank_positions, rank after rank.
-  const Tensor& gathered_positions(std::int64_t tokens);
-
-  Tensor all_positions_;
 };
 
 }  // namespace usp::ch07
