@@ -8,6 +8,7 @@
 
 #include "chapters/06_tensor_parallel/tp_run.hpp"
 #include "common/json.hpp"
+#include "common/train/loss_agreement.hpp"
 #include "common/report/table.hpp"
 
 namespace usp::ch06 {
@@ -25,11 +26,8 @@ struct VariantsReport {
   const report::Value& rank0(std::size_t variant, const std::string& key) const;
   // Whether every rank's `key` equals its `other` in every variant.
   bool all_equal(const std::string& key, const std::string& other) const;
-  // The largest difference between a variant's loss and the first variant's, relative to it.
-  double max_relative_loss_difference() const;
-  // Whether that is within what the precision allows (max_loss_difference_allowed).
-  bool losses_agree() const;
-  double max_loss_difference_allowed() const;
+  // The variants' losses against the first variant's (common/train/loss_agreement.hpp).
+  LossAgreement losses() const;
 };
 
 // Collective over metrics (every rank calls it with its own results).

@@ -9,6 +9,7 @@
 
 #include "chapters/07_context_parallel/cp_run.hpp"
 #include "common/json.hpp"
+#include "common/train/loss_agreement.hpp"
 #include "common/report/table.hpp"
 
 namespace usp::ch07 {
@@ -27,9 +28,8 @@ struct VariantsReport {
 
   const report::Value& at(std::size_t variant, int rank, const std::string& key) const;
   bool comm_matches_count() const;  // on every rank, every op's bytes and calls
-  double max_relative_loss_difference() const;
-  double max_loss_difference_allowed() const;
-  bool losses_agree() const;
+  // The variants' losses against the first variant's (common/train/loss_agreement.hpp).
+  LossAgreement losses() const;
 };
 
 // Collective over metrics (every rank calls it with its own results).
