@@ -1,5 +1,7 @@
 #include "chapters/04_data_parallel/gradient_sync.hpp"
 
+#include "common/trace.hpp"
+
 #include "common/enum_names.hpp"
 
 namespace usp::ch04 {
@@ -55,13 +57,29 @@ void GradientSync::begin_backward(bool final_micro_batch) {
     buckets_ = start_bucket_launches(plan_, params_.infos().size());
 }
 
+namespace {
+
+// With the tracer on, the instant a collective is launched, as a zero-length span on the "launch"
+// lane: when the trainer asked for it (the "comm" span says when the communicator ran it).
+void trace_launch() {
+  Tracer& t = Tracer::instance();
+  if (!t.enabled()) return;
+  const double now = t.now_us();
+  t.add("all_reduce launched", "launch", now, now);
+}
+
+}  // namespace
+
 void GradientSync::grad_ready(int param) {
   if (!syncing_) return;  // a non-final micro-batch: accumulate locally, say nothing
   if (mode_ == DpMode::overlap) {
     Tensor g = params_.grad(param);
     pending_.push_back(comm_.all_reduce_async(g, ReduceOp::avg));
+    trace_launch();
   } else if (mode_ == DpMode::bucketing) {
+    const std::size_t before = buckets_.launched.size();
     on_grad_ready(buckets_, param, comm_, params_.flat_grad());
+    for (std::size_t i = before; i < buckets_.launched.size(); ++i) trace_launch();
   }
 }
 
@@ -72,6 +90,7 @@ void GradientSync::finish() {
     // Backward is over; now, one parameter after the other, in the order backward produced them.
     for (int i = static_cast<int>(params_.infos().size()) - 1; i >= 0; --i) {
       Tensor g = params_.grad(i);
+      trace_launch();
       comm_.all_reduce(g, ReduceOp::avg);
     }
     return;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chapters/04_data_parallel/comm_overlap.hpp"
+#include "common/model/unit_spans.hpp"
 #include "common/trace.hpp"
 #include "chapters/04_data_parallel/dp_trainer.hpp"
 #include "tests/support/elementwise_check.hpp"
@@ -254,9 +255,19 @@ TEST_CASE("traces: comm overlaps backward with overlap and bucketing, never with
       CHECK(o.overlapping_spans == 0);
       CHECK(o.hidden_us == 0.0);
     }
-    // Overlap and bucketing launch their first all-reduce while backward has whole layers
-    // still to run; over every rank and both steps, some comm span overlaps backward compute.
-    const double overlapping = mean_over_ranks(comm, {static_cast<double>(o.overlapping_spans)})[0];
-    if (mode != DpMode::naive) CHECK(overlapping > 0);
+    // When each all-reduce was launched: overlap and bucketing launch from the gradient-ready
+    // hook, inside a unit's backward (every launch), naive only after backward (none). This is
+    // what the trainer decides; whether the communicator then runs the op while backward still
+    // computes depends on the machine (a progress thread sharing an oversubscribed core may not
+    // get to run until backward is over), so the measured overlap is reported, not asserted.
+    const auto backward = busy_intervals(spans, kBackwardPrefix);
+    int launches = 0, inside = 0;
+    for (const Span& s : spans) {
+      if (s.stream != "launch") continue;
+      ++launches;
+      if (covered_us(backward, s.start_us - 1e-3, s.start_us + 1e-3) > 0) ++inside;
+    }
+    CHECK(launches == steps * trainer.sync().collectives_per_step());
+    CHECK(inside == (mode == DpMode::naive ? 0 : launches));
   }
 }
