@@ -84,12 +84,6 @@ void ZeroTrainer::setup_units(const TrainingConfig& cfg) {
     for (int u = 0; u < units; ++u) store_->materialize_params(u);
     store_->init(cfg.seed);
   }
-  // AdamW builds its fp32 master copy from a store's flat buffer, which a per-unit store does
-  // not have. Each unit's optimizer is therefore built over the layout alone (an fp32 store with
-  // nothing allocated, so AdamW allocates m and v for the range and no master), and is then
-  // handed its master shard, as a checkpoint load would.
-  layout_only_ = std::make_unique<ParamStore>(cfg.model, DType::f32, Device::cpu(),
-                                              StoreLayout{Residency::per_unit, Residency::none, 1});
   units_.resize(static_cast<std::size_t>(units));
   gathers_.resize(static_cast<std::size_t>(units));
   gather_issued_us_.resize(static_cast<std::size_t>(units));
@@ -109,13 +103,9 @@ void ZeroTrainer::setup_units(const TrainingConfig& cfg) {
     }
     us.grads = Tensor::zeros({s.size}, cfg.dtype, MemCategory::Gradient);
     if (options_.fp32_grad_accum) us.accum = Tensor::zeros({s.size}, DType::f32, MemCategory::Gradient);
-    us.optimizer = std::make_unique<AdamW>(*layout_only_, cfg.adamw, begin + s.begin, begin + s.owned_end());
-    if (cfg.dtype != DType::f32) {
-      Tensor master = Tensor::empty({s.owned}, DType::f32, MemCategory::OptimizerState);
-      if (s.owned > 0)
-        convert_to_float(cfg.dtype, values.raw(), master.data<float>(), static_cast<std::size_t>(s.owned));
-      us.optimizer->master() = master;
-    }
+    // A per-unit store has no flat buffer: the optimizer reads its shard's values (the fp32
+    // master copy of bf16 parameters starts from them).
+    us.optimizer = std::make_unique<AdamW>(store_->infos(), cfg.adamw, begin + s.begin, begin + s.owned_end(), values);
   }
 }
 

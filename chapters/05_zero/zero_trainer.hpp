@@ -108,7 +108,6 @@ class ZeroTrainer {
   std::unique_ptr<AdamW> flat_optimizer_;
   Tensor reduced_, flat_accum_;
   // Stages 2-3.
-  std::unique_ptr<ParamStore> layout_only_;  // fp32, per unit, holding nothing: see setup_units
   std::vector<UnitShard> units_;
   std::vector<WorkHandle> gathers_;       // [unit]: a pending all-gather of its parameters
   std::vector<double> gather_issued_us_;  // [unit]: when it was launched (trace)

@@ -10,22 +10,30 @@
 namespace usp {
 
 AdamW::AdamW(const ParamStore& params, AdamWConfig config, std::int64_t begin, std::int64_t end)
-    : config_(config), begin_(begin), end_(end < 0 ? params.numel() : end) {
-  if (!(config_.lr > 0)) throw UsageError("--lr must be > 0");
-  USP_CHECK(0 <= begin_ && begin_ <= end_ && end_ <= params.numel(),
+    : AdamW(params.infos(), config, begin, end < 0 ? params.numel() : end,
+            params.flat().defined() ? params.flat().slice(begin, end < 0 ? params.numel() : end) : Tensor()) {
+  USP_CHECK(end_ <= params.numel(),
             "AdamW: range [" + std::to_string(begin_) + ", " + std::to_string(end_) + ") outside the parameters");
+}
+
+AdamW::AdamW(const std::vector<ParamInfo>& infos, AdamWConfig config, std::int64_t begin, std::int64_t end,
+             const Tensor& values)
+    : config_(config), begin_(begin), end_(end) {
+  if (!(config_.lr > 0)) throw UsageError("--lr must be > 0");
+  USP_CHECK(0 <= begin_ && begin_ <= end_,
+            "AdamW: range [" + std::to_string(begin_) + ", " + std::to_string(end_) + ") is not a range");
   const std::int64_t n = end_ - begin_;
-  m_ = Tensor::zeros({n}, DType::f32, MemCategory::OptimizerState, params.flat().device());
-  v_ = Tensor::zeros({n}, DType::f32, MemCategory::OptimizerState, params.flat().device());
-  if (params.dtype() != DType::f32) {
+  const Device device = values.defined() ? values.device() : Device::cpu();
+  m_ = Tensor::zeros({n}, DType::f32, MemCategory::OptimizerState, device);
+  v_ = Tensor::zeros({n}, DType::f32, MemCategory::OptimizerState, device);
+  if (values.defined() && values.dtype() != DType::f32) {
     // fp32 master weights: the parameters' values widened once; updates happen here.
-    master_ = Tensor::empty({n}, DType::f32, MemCategory::OptimizerState, params.flat().device());
-    if (n > 0) {
-      const Tensor src = params.flat().slice(begin_, end_);
-      convert_to_float(params.dtype(), src.raw(), master_.data<float>(), static_cast<std::size_t>(n));
-    }
+    USP_CHECK(values.numel() == n, "AdamW: the range's values hold " + std::to_string(values.numel()) +
+                                       " elements, expected " + std::to_string(n));
+    master_ = Tensor::empty({n}, DType::f32, MemCategory::OptimizerState, device);
+    if (n > 0) convert_to_float(values.dtype(), values.raw(), master_.data<float>(), static_cast<std::size_t>(n));
   }
-  for (const ParamInfo& p : params.infos()) {
+  for (const ParamInfo& p : infos) {
     if (p.is_norm) continue;
     const std::int64_t lo = std::max(begin_, p.offset), hi = std::min(end_, p.offset + p.numel);
     if (lo < hi) decayed_.emplace_back(lo - begin_, hi - begin_);

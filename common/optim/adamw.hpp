@@ -29,6 +29,11 @@ class AdamW {
  public:
   // States for the flat range [begin, end) of params (default: all of it).
   AdamW(const ParamStore& params, AdamWConfig config, std::int64_t begin = 0, std::int64_t end = -1);
+  // The same for a store without a flat buffer (per-unit or sharded layouts): `infos` say which
+  // elements of [begin, end) get weight decay, `values` [end - begin] holds the range's current
+  // parameters (read once, for the fp32 master copy when they are low precision).
+  AdamW(const std::vector<ParamInfo>& infos, AdamWConfig config, std::int64_t begin, std::int64_t end,
+        const Tensor& values);
 
   const AdamWConfig& config() const { return config_; }
   std::int64_t step_count() const { return t_; }

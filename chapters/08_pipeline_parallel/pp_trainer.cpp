@@ -1,0 +1,67 @@
+#include "chapters/08_pipeline_parallel/pp_trainer.hpp"
+
+#include <cstring>
+
+#include "common/error.hpp"
+
+namespace usp::ch08 {
+
+std::string PpLayout::label() const {
+  std::string s = std::string(schedule_kind_name(schedule)) + " PP " + std::to_string(pp);
+  if (v > 1) s += " × v " + std::to_string(v);
+  if (dp > 1) s += " × DP " + std::to_string(dp);
+  return s + ", m = " + std::to_string(m);
+}
+
+void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& model) {
+  const auto str = [](int v) { return std::to_string(v); };
+  if (layout.dp < 1 || layout.pp < 1) throw UsageError("--dp and --pp must be >= 1");
+  if (layout.world() != world_size)
+    throw UsageError("the mesh dp " + str(layout.dp) + " × pp " + str(layout.pp) + " = " + str(layout.world()) +
+                     " ranks does not match the " + str(world_size) + " ranks of this run");
+  (void)make_schedule(layout.schedule, layout.pp, layout.m, layout.v);  // its UsageErrors
+  (void)split_units(model, layout.pp * layout.v);
+}
+
+PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout layout) : layout_(layout) {
+  check_pp_layout(layout_, world.size(), cfg.model);
+  schedule_ = make_schedule(layout_.schedule, layout_.pp, layout_.m, layout_.v);
+  stages_ = split_units(cfg.model, schedule_.layout.num_stages());
+  mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .pp = layout_.pp}));
+  const int r = mesh_->pp().rank();
+  std::vector<UnitRange> mine;
+  for (int c = 0; c < layout_.v; ++c) mine.push_back(stages_[static_cast<std::size_t>(schedule_.layout.stage_of(r, c))]);
+  params_ = std::make_unique<StageParams>(cfg, mine);
+  std::vector<Model*> models;
+  for (const UnitRange& u : mine) {
+    ModelOptions options = cfg.model_options();
+    options.tensor_parallel = &queue_;  // the single-device ops, with B / W split on demand
+    options.stage = {u.first, u.last};
+    chunks_.push_back(std::make_unique<Model>(params_->store(), options));
+    models.push_back(chunks_.back().get());
+  }
+  last_rank_ = schedule_.layout.rank_of(schedule_.layout.num_stages() - 1);
+  loss_comm_ = mesh_->pp().split(0, r);
+  executor_ = std::make_unique<PipelineExecutor>(mesh_->pp(), schedule_, models, queue_);
+}
+
+PpTrainer::~PpTrainer() = default;
+
+PpStep PpTrainer::step(const std::vector<Batch>& micro_batches) {
+  params_->zero_grad();
+  PpStep out;
+  out.executed = executor_->run(micro_batches, 1.0f / static_cast<float>(layout_.m));
+  // The last stage knows the losses: its rank sends the replica's mean to the other stages, bit
+  // for bit (a double in two i32 elements), over a communicator of its own so that the pipeline
+  // group's counters hold exactly the activations and gradients.
+  Tensor loss = Tensor::zeros({2}, DType::i32);
+  const double mean = out.executed.loss_sum / layout_.m;
+  if (mesh_->pp().rank() == last_rank_) std::memcpy(loss.raw(), &mean, sizeof mean);
+  loss_comm_->broadcast(loss, last_rank_);
+  std::memcpy(&out.loss, loss.raw(), sizeof out.loss);
+  params_->average_grads(mesh_->dp());
+  params_->step();
+  return out;
+}
+
+}  // namespace usp::ch08

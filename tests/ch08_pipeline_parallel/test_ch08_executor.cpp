@@ -1,0 +1,188 @@
+// Chapter 08: the executor runs the schedules on MPI ranks over the model's stages. Every
+// schedule, at p = the world size and m ∈ {1, 4, 8} (interleaved with v = 2 where p divides m),
+// and dp 2 × pp 2 on 4 ranks, trains like the single-rank baseline: the same losses, first
+// gradient and parameters after 3 AdamW steps. The activations in flight the executor counts
+// equal the simulator's (the same lists), ≤ p for 1F1B and m for AFAB, and the tracker's peak
+// follows them; the bytes each rank sends equal the schedule's messages. [mpi]: 2 and 4 ranks.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "chapters/08_pipeline_parallel/pp_trainer.hpp"
+#include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
+#include "tests/support/baseline_run.hpp"
+#include "tests/support/elementwise_check.hpp"
+#include "tests/support/small_model.hpp"
+#include "tests/support/test_world.hpp"
+
+using namespace usp;
+using namespace usp::ch08;
+using usp::testing::elementwise_mismatch;
+using usp::testing::Tolerance;
+using usp::testing::world;
+
+namespace {
+
+// 8 layers: p = 4 ranks × v = 2 chunks still give every virtual stage one.
+TrainingConfig pp_training() {
+  TrainingConfig cfg;
+  cfg.model = testing::small_model(
+      {.name = "pp-test", .vocab = 256, .hidden = 16, .layers = 8, .heads = 4, .kv_heads = 2, .ffn = 24});
+  cfg.seq = 8;
+  cfg.mbs = 2;
+  cfg.steps = 3;
+  return cfg;
+}
+
+// Every schedule at pp = W for m ∈ {1, 4, 8} (interleaved: v = 2 and m a multiple of W), and on
+// 4 ranks dp 2 × pp 2 with m = 4.
+std::vector<PpLayout> layouts_for(int W) {
+  std::vector<PpLayout> out;
+  for (ScheduleKind kind : all_schedule_kinds())
+    for (int m : {1, 4, 8}) {
+      const bool interleaved = kind == ScheduleKind::interleaved_1f1b;
+      if (interleaved && m % W != 0) continue;
+      out.push_back({1, W, kind, m, interleaved ? 2 : 1});
+      if (W == 4 && m == 4) out.push_back({2, 2, kind, m, interleaved ? 2 : 1});
+    }
+  return out;
+}
+
+// This rank's units of a flat vector laid out like the whole model's parameters.
+std::vector<float> held_slice(const std::vector<float>& flat, StageParams& params) {
+  std::vector<float> out;
+  for (int u : params.units()) {
+    const auto [begin, end] = params.store().unit_range(u);
+    out.insert(out.end(), flat.begin() + begin, flat.begin() + end);
+  }
+  return out;
+}
+
+std::vector<float> held(StageParams& params, bool grads) {
+  std::vector<float> out;
+  for (int u : params.units()) {
+    const std::vector<float> v =
+        (grads ? params.store().unit_grads(u) : params.store().unit_params(u)).to_floats();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+double max_abs(const std::vector<float>& a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("every schedule trains like the single-rank baseline", "[ch08][mpi]") {
+  Communicator& w = world();
+  const TrainingConfig cfg = pp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  for (const PpLayout& layout : layouts_for(w.size())) {
+    INFO(layout.label() << ", rank " << w.rank());
+    const testing::Run base = testing::baseline(cfg, *data, layout.dp * layout.m);
+    PpTrainer trainer(w, cfg, layout);
+    std::vector<double> losses;
+    std::vector<float> grad0;
+    for (std::int64_t step = 0; step < cfg.steps; ++step) {
+      const PpStep s = trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), layout.m, cfg.mbs, cfg.seq));
+      losses.push_back(testing::mean_over_ranks(trainer.dp(), s.loss));
+      if (step == 0) grad0 = held(trainer.params(), /*grads=*/true);
+    }
+    const std::vector<float> params = held(trainer.params(), /*grads=*/false);
+    if (layout.dp == 1) {
+      // One replica: every stage runs the baseline's ops on the same values (the stage boundary
+      // only hands a tensor over), and each gradient accumulates its m micro-batches' terms in
+      // the same order (every schedule runs a stage's backwards in micro-batch order, and B + W
+      // are BW's two products). AdamW is elementwise. So: equal bit for bit.
+      for (std::size_t s = 0; s < losses.size(); ++s) CHECK(losses[s] == base.losses[s]);
+      CHECK(elementwise_mismatch(grad0, held_slice(base.grad0, trainer.params()), Tolerance::exact(), w.rank()) == "");
+      CHECK(elementwise_mismatch(params, held_slice(base.params, trainer.params()), Tolerance::exact(), w.rank()) == "");
+    } else {
+      // dp 2: two replicas' gradients averaged (a sum of two partial sums, halved) where the
+      // baseline sums 2m terms in one order: fp32 reassociation, a few ulps (6e-8 relative) of
+      // the largest terms; bounded by 2e-6 of the largest element. A replica left out of the
+      // average, or a micro-batch counted twice, is an O(1) relative error.
+      const std::vector<float> want = held_slice(base.grad0, trainer.params());
+      const double gmax = max_abs(want);
+      REQUIRE(gmax > 0);
+      CHECK(elementwise_mismatch(grad0, want, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
+      // Losses: the replicas' means averaged in double, same values; 16 ulps of fp32.
+      for (std::size_t s = 0; s < losses.size(); ++s) CHECK(std::fabs(losses[s] - base.losses[s]) <= 1e-6 * base.losses[s]);
+      // Parameters: the rounding above through Adam's normalised update (≤ lr per element and
+      // step, and an arbitrary sign for a gradient within rounding of zero): lr/30 is a thirtieth
+      // of one update, so a missed or wrong update fails.
+      CHECK(elementwise_mismatch(params, held_slice(base.params, trainer.params()), Tolerance::absolute(cfg.adamw.lr / 30),
+                                 w.rank()) == "");
+    }
+  }
+}
+
+TEST_CASE("activations in flight: the executor's count is the simulator's; 1F1B holds <= p, AFAB m", "[ch08][mpi]") {
+  Communicator& w = world();
+  const int p = w.size();
+  const TrainingConfig cfg = pp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const int m = 8;
+  for (ScheduleKind kind : all_schedule_kinds()) {
+    const PpLayout layout{1, p, kind, m, kind == ScheduleKind::interleaved_1f1b ? 2 : 1};
+    INFO(layout.label() << ", rank " << w.rank());
+    PpTrainer trainer(w, cfg, layout);
+    const PpStep s = trainer.step(rank_micro_batches(*data, 0, 0, m, cfg.mbs, cfg.seq));
+    const Simulation sim = simulate(trainer.schedule(), uniform_costs(trainer.schedule().layout.num_stages(), {1, 1, 1}));
+    CHECK(s.executed.peak_in_flight == sim.peak_in_flight[static_cast<std::size_t>(w.rank())]);
+    if (kind == ScheduleKind::afab) CHECK(s.executed.peak_in_flight == m);
+    if (kind == ScheduleKind::one_f_one_b) CHECK(s.executed.peak_in_flight == std::min(m, p - w.rank()));
+    // The tracker: the activations one micro-batch leaves in a stage (what its layers declare,
+    // Model::saved_bytes) times the count in flight, plus at most the step's m outputs still
+    // waiting in the send queue ([B·T, C] each; a send's buffer lives until MPI is done with it,
+    // which depends on timing). Whole-backward schedules with one chunk per rank only: after a
+    // B, a zero-bubble stage holds W's inputs instead (x and dy of each linear layer), another
+    // amount, and an interleaved rank's chunks hold different amounts.
+    if (layout.v == 1 && kind != ScheduleKind::zb_h1) {
+      const Model& mod = trainer.chunk(0);
+      std::int64_t declared = 0;
+      for (int u = mod.first_unit(); u <= mod.last_unit(); ++u) declared += mod.saved_bytes()[static_cast<std::size_t>(u)];
+      const std::int64_t stream = cfg.mbs * cfg.seq * cfg.model.hidden * 4;
+      INFO("declared per micro-batch " << declared << ", peak " << s.executed.peak_activation_bytes);
+      CHECK(s.executed.peak_activation_bytes >= s.executed.peak_in_flight * declared);
+      CHECK(s.executed.peak_activation_bytes <= s.executed.peak_in_flight * declared + m * stream);
+    }
+  }
+}
+
+TEST_CASE("the bytes each pipeline rank sends are the schedule's messages", "[ch08][mpi]") {
+  Communicator& w = world();
+  const int p = w.size();
+  const TrainingConfig cfg = pp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const int m = 4;
+  for (ScheduleKind kind : all_schedule_kinds()) {
+    const PpLayout layout{1, p, kind, m, kind == ScheduleKind::interleaved_1f1b ? 2 : 1};
+    INFO(layout.label() << ", rank " << w.rank());
+    PpTrainer trainer(w, cfg, layout);
+    trainer.pp().reset_stats();
+    trainer.step(rank_micro_batches(*data, 0, 0, m, cfg.mbs, cfg.seq));
+    // Each send_act carries one micro-batch's stream [B·T, C] in the activation dtype (f32
+    // here), each send_grad its gradient, f32: counted from this rank's list.
+    std::uint64_t sends = 0;
+    for (const Op& op : trainer.schedule().ops[static_cast<std::size_t>(trainer.pp().rank())])
+      sends += op.kind == OpKind::send_act || op.kind == OpKind::send_grad;
+    const std::uint64_t stream = static_cast<std::uint64_t>(cfg.mbs * cfg.seq * cfg.model.hidden) * 4;
+    CHECK(trainer.pp().stats().count(CommOp::send) == sends);
+    CHECK(trainer.pp().stats().sent(CommOp::send) == sends * stream);
+    // The playbook's count for one chunk per rank: every boundary between two ranks carries m
+    // activations forward and m gradients back; inner ranks send both ways, the ends one way.
+    if (layout.v == 1) {
+      const int r = trainer.pp().rank();
+      const std::uint64_t ways = (r > 0 ? 1u : 0u) + (r < p - 1 ? 1u : 0u);
+      CHECK(sends == ways * static_cast<std::uint64_t>(m));
+    }
+    // Nothing else goes over the pipeline group (the loss has its own communicator).
+    CHECK(trainer.pp().stats().total_sent() == sends * stream);
+  }
+}
