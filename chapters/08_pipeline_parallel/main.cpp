@@ -1,32 +1,42 @@
-// ch08_pipeline_parallel: the playbook's "Pipeline Parallelism" schedules as data (schedule.hpp),
-// checked by the validator and timed by the simulator, on no ranks at all (the executor that
-// runs them on MPI ranks with the model split into stages comes with the chapter's trainer).
+// ch08_pipeline_parallel: the playbook's "Pipeline Parallelism". A schedule is data (schedule.hpp):
+// each rank's ordered list of forwards, backwards and messages. One plan, two executors:
 //
-//   1. For each schedule of --schedule (AFAB, 1F1B, interleaved 1F1B, ZB-H1) on --p ranks and
-//      --m micro-batches (--v chunks per rank, interleaved only): the validator's verdict, the
-//      simulated Gantt chart as text, the bubble (Σ idle / Σ busy) next to its formula, and the
-//      peak activations in flight per rank.
-//   2. With --sweep: the bubble for m = 1 .. --sweep-m at p = --sweep-p, every schedule (interleaved
-//      with v = 2 and 4 where p divides m), measured and by the formula (the playbook's "bubble
-//      size" figure, plots/ch08_bubble.py).
-// Durations in integer time units: --tf (forward), --tb (input gradient), --tw (weight
+//   1. The simulator, on no ranks at all: for each schedule of --schedule (AFAB, 1F1B, interleaved
+//      1F1B, ZB-H1) on --p ranks and --m micro-batches (--v chunks per rank, interleaved only): the
+//      validator's verdict, the Gantt chart as text, the bubble (Σ idle / Σ busy) next to its
+//      formula, and the peak activations in flight per rank.
+//   2. With --sweep: the bubble for m = 1 .. --sweep-m at p = --sweep-p, every schedule
+//      (interleaved with v = 2 and 4 where p divides m), simulated and by the formula (the
+//      playbook's "bubble size" figure, plots/ch08_bubble.py).
+//   3. On W > 1 ranks, the executor: the model cut into p·v stages over pp = W / --dp ranks, each
+//      schedule trained for --steps steps on the same global batch (the losses agree, bit for bit),
+//      and for its last step the measured bubble next to what the simulator predicts from the
+//      measured op times, each rank's op times, peak activations (micro-batches in flight),
+//      parameters held and bytes sent; the measured and predicted Gantt charts
+//      (plots/ch08_gantt_measured.py) and a trace per schedule.
+// Simulator durations in integer time units: --tf (forward), --tb (input gradient), --tw (weight
 // gradient); a whole backward is tb + tw (default 1 + 1 = 2 t_F, the playbook's assumption).
 // They are the costs of one interleaved chunk; so that every schedule runs the same model, the
 // others, whose stage is a rank's v chunks together, take v times as long (v = 1 when the run
 // has no interleaved schedule). The sweep times each schedule with the flags' costs per chunk
-// (the bubble, a ratio, does not depend on the scale).
+// (the bubble, a ratio, does not depend on the scale). On W > 1 ranks, --p is the run's pp.
 // Writes <out>/summary.json, gantt_<schedule>.csv and in_flight_<schedule>.csv
-// (plots/ch08_gantt.py), and bubble_sweep.csv with --sweep.
+// (plots/ch08_gantt.py), bubble_sweep.csv with --sweep, and on W > 1 ranks
+// gantt_measured_<schedule>.csv, gantt_predicted_<schedule>.csv, in_flight_measured_<schedule>.csv
+// and trace_<schedule>.{json,csv}.
 //
 //   build/bin/ch08_pipeline_parallel [--schedule all|afab|1f1b|interleaved|zb-h1] [--p 4] [--m 8]
 //                                    [--v 2] [--tf 1 --tb 1 --tw 1] [--latency 0]
 //                                    [--sweep [--sweep-p 8] [--sweep-m 64]]
+//   mpirun -np 2 build/bin/ch08_pipeline_parallel [--dp 1] [--m 8] [training flags]   (./usp run 08)
 #include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "chapters/08_pipeline_parallel/pp_report.hpp"
+#include "chapters/08_pipeline_parallel/pp_run.hpp"
 #include "chapters/08_pipeline_parallel/schedule.hpp"
 #include "chapters/08_pipeline_parallel/schedule_formulas.hpp"
 #include "chapters/08_pipeline_parallel/schedule_report.hpp"
@@ -35,6 +45,8 @@
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
+#include "common/train/training_summary.hpp"
 
 namespace {
 
@@ -42,9 +54,11 @@ using namespace usp;
 using namespace usp::ch08;
 
 struct Setup {
-  std::vector<ScheduleKind> kinds;
+  TrainingInputs in;
+  int dp = 1, pp = 1;  // the executor's mesh (pp = 1: one rank, the simulator only)
+  std::vector<ScheduleKind> kinds = {};
   int p = 4, m = 8, v = 2;
-  StageCost cost;  // of one chunk-sized piece of a rank's layers (--tf, --tb, --tw)
+  StageCost cost = {};  // of one chunk-sized piece of a rank's layers (--tf, --tb, --tw)
   int pieces = 1;  // a rank's layers in such pieces: v when interleaved runs too, else 1
   double latency = 0;
   bool sweep = false;
@@ -70,11 +84,23 @@ StageCost stage_cost(const Setup& s, ScheduleKind kind) {
 }
 
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s;
+  Setup s{agree_training_inputs(rt, cli)};
   rt.agree([&] {
     const std::string which = cli.get_string("schedule");
     s.kinds = which == "all" ? all_schedule_kinds() : std::vector<ScheduleKind>{parse_schedule_kind(which)};
     s.p = static_cast<int>(cli.get_int("p"));
+    s.dp = static_cast<int>(cli.get_int("dp"));
+    if (rt.size() % s.dp != 0)
+      throw UsageError("--dp " + std::to_string(s.dp) + " does not divide the " + std::to_string(rt.size()) +
+                       " ranks of this run (each of the dp replicas is a pipeline of W / dp ranks)");
+    s.pp = rt.size() / s.dp;
+    if (s.pp > 1) {
+      if (cli.given("p") && s.p != s.pp)
+        throw UsageError("--p " + std::to_string(s.p) + ": this run's pipelines have " + std::to_string(s.pp) +
+                         " ranks (W / dp = " + std::to_string(rt.size()) + " / " + std::to_string(s.dp) +
+                         "); on several ranks --p is the run's pp (leave it out)");
+      s.p = s.pp;
+    }
     s.m = static_cast<int>(cli.get_int("m"));
     s.v = static_cast<int>(cli.get_int("v"));
     s.cost = {static_cast<double>(cli.get_int("tf")), static_cast<double>(cli.get_int("tb")),
@@ -94,6 +120,9 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
         throw UsageError("--schedule interleaved needs --m a multiple of --p (micro-batches go through the chunks in "
                          "groups of p); got m = " + std::to_string(s.m) + ", p = " + std::to_string(s.p) +
                          (which == "all" ? " (or pick another --schedule)" : ""));
+    // The executor's reasons: the world, the model's layers against p·v stages, tied embeddings.
+    if (s.pp > 1)
+      for (ScheduleKind kind : s.kinds) check_pp_layout({s.dp, s.pp, kind, s.m, chunks_for(s, kind)}, rt.size(), s.in.config.model);
   });
   return s;
 }
@@ -160,11 +189,10 @@ std::string bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
   return csv.str();
 }
 
-void write_summary(const std::string& path, const Cli& cli, const std::vector<Outcome>& outcomes) {
+// The simulated schedules: [{"schedule": ..., "v": ..., "step_time": ..., ...}, ...].
+std::string schedules_json(const std::vector<Outcome>& outcomes) {
   JsonWriter w;
-  w.begin_object();
-  w.key("flags").raw(cli.values_json());
-  w.key("schedules").begin_array();
+  w.begin_array();
   for (const Outcome& o : outcomes) {
     w.begin_object().field("schedule", schedule_kind_name(o.kind)).field("v", o.v);
     if (!o.skipped.empty()) {
@@ -177,8 +205,35 @@ void write_summary(const std::string& path, const Cli& cli, const std::vector<Ou
     w.end_object();
   }
   w.end_array();
-  w.end_object();
-  w.write_file(path);
+  return w.str();
+}
+
+// 3. The executor: every schedule trained on the run's ranks, measured, compared.
+std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::string& out_dir) {
+  const TrainingConfig& cfg = s.in.config;
+  // What is not training traffic (losses, traces, gathers) goes over a communicator of its own.
+  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  if (rt.is_root())
+    std::cout << "\n3. The executor on " << rt.size() << " ranks: " << cfg.model.str() << ", seq " << cfg.seq
+              << ", micro-batches of " << cfg.mbs << ", " << dtype_name(cfg.dtype) << ", recompute "
+              << recompute_name(cfg.recompute) << "; dp = " << s.dp << " pipeline(s) of pp = " << s.pp << " ranks, m = "
+              << s.m << " micro-batches each, " << cfg.steps << " AdamW steps per schedule (times: ms)\n";
+  std::vector<RunReport> reports;
+  for (ScheduleKind kind : s.kinds) {
+    const PpLayout layout{s.dp, s.pp, kind, s.m, chunks_for(s, kind)};
+    const std::string missing = rt.skip_if_not_implemented([&] {
+      reports.push_back(report_run(*metrics, train_schedule(rt.world(), *metrics, cfg, *s.in.data, layout, out_dir)));
+    });
+    if (!rt.is_root()) continue;
+    if (!missing.empty()) {
+      std::cout << "\n== " << schedule_kind_name(kind) << ": not run: " << missing << "\n";
+      continue;
+    }
+    print_run(std::cout, reports.back(), cfg);
+    write_run_csvs(out_dir, reports.back());
+  }
+  if (rt.is_root()) print_agreement(std::cout, reports);
+  return reports;
 }
 
 }  // namespace
@@ -189,8 +244,14 @@ int main(int argc, char** argv) {
             "pipeline schedules (AFAB, 1F1B, interleaved 1F1B, ZB-H1) as data: validated, simulated, their bubble "
             "against the formulas");
     cli.add_common("out/08_pipeline_parallel");
+    // The executor's model: 8 layers, so that p = 4 ranks with v = 2 chunks give every virtual
+    // stage a layer; small enough for a laptop's cores.
+    TrainingDefaults training{"usp-small", 128, 1, 3, 3e-3};
+    training.layers = 8;
+    add_training_flags(cli, training);
+    cli.add_int("dp", 1, "data-parallel replicas (on W > 1 ranks: each a pipeline of W / dp ranks)", 1, 1 << 16);
     cli.add_choice("schedule", "all", {"all", "afab", "1f1b", "interleaved", "zb-h1"}, "which schedule(s) to show");
-    cli.add_int("p", 4, "pipeline ranks", 1, 64);
+    cli.add_int("p", 4, "pipeline ranks of the simulation (on W > 1 ranks: the run's pp = W / dp)", 1, 64);
     cli.add_int("m", 8, "micro-batches per step", 1, 1024);
     cli.add_int("v", 2, "model chunks per rank (interleaved only)", 1, 16);
     cli.add_int("tf", 1, "duration of a forward (F) of one chunk, in time units", 1, 1000);
@@ -230,10 +291,40 @@ int main(int argc, char** argv) {
         out << "\nwrote " << out_dir << "/bubble_sweep.csv\n";
       }
     }
-    if (rt.is_root()) {
-      write_summary(out_dir + "/summary.json", cli, outcomes);
-      out << "wrote " << out_dir << "/summary.json, gantt_<schedule>.csv, in_flight_<schedule>.csv\n";
+    std::vector<RunReport> runs;
+    if (s.pp > 1) {
+      runs = run_executor(rt, s, out_dir);
+    } else if (rt.is_root()) {
+      out << "\nthe executor needs several ranks (the stages of a pipeline): mpirun -np 2 "
+             "build/bin/ch08_pipeline_parallel (or ./usp run 08)\n";
     }
+    if (runs.empty()) {
+      if (rt.is_root()) {
+        JsonWriter w;
+        w.begin_object().key("flags").raw(cli.values_json()).key("schedules").raw(schedules_json(outcomes)).end_object();
+        w.write_file(out_dir + "/summary.json");
+        out << "wrote " << out_dir << "/summary.json, gantt_<schedule>.csv, in_flight_<schedule>.csv\n";
+      }
+      return 0;
+    }
+    // A training run: the summary every training chapter writes, the last schedule's losses at its
+    // top (every schedule's are the same), every schedule in "runs".
+    JsonWriter j;
+    j.begin_object().key("schedules").raw(schedules_json(outcomes)).key("runs").begin_array();
+    for (const RunReport& r : runs) write_run_json(j, r);
+    j.end_array().end_object();
+    const ScheduleRun& last = runs.back().run;
+    CommStats traffic = last.pp_comm;
+    traffic += last.dp_comm;
+    const TrainingConfig& cfg = s.in.config;
+    const double tokens_per_step = static_cast<double>(s.dp * s.m * cfg.tokens_per_micro_batch());
+    write_training_summary(rt.world(), out_dir + "/summary.json",
+                           {.chapter = "08_pipeline_parallel", .losses = last.losses,
+                            .tokens_per_second = tokens_per_step / last.median_step_seconds(), .dp = s.dp, .pp = s.pp,
+                            .flags_json = cli.values_json(), .chapter_json = j.str(), .comm = &traffic});
+    if (rt.is_root())
+      out << "\nwrote " << out_dir << "/summary.json, gantt_{measured,predicted}_<schedule>.csv, "
+          << "in_flight_measured_<schedule>.csv, trace_<schedule>.{json,csv}, gantt_<schedule>.csv, in_flight_<schedule>.csv\n";
     return 0;
   });
 }

@@ -19,7 +19,6 @@ void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& 
   if (layout.world() != world_size)
     throw UsageError("the mesh dp " + str(layout.dp) + " × pp " + str(layout.pp) + " = " + str(layout.world()) +
                      " ranks does not match the " + str(world_size) + " ranks of this run");
-  (void)make_schedule(layout.schedule, layout.pp, layout.m, layout.v);  // its UsageErrors
   (void)split_units(model, layout.pp * layout.v);
 }
 

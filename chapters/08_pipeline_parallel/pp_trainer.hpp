@@ -32,9 +32,9 @@ struct PpLayout {
   std::string label() const;  // "1f1b PP 2, m = 4", "interleaved PP 2 × v 2 × DP 2, m = 4"
 };
 
-// UsageError (the same on every rank) when the layout cannot run: dp·pp not the world size, a
-// schedule that cannot take (p, m, v) (make_schedule's reasons), fewer layers than p·v stages
-// or tied embeddings (split_units' reasons).
+// UsageError (the same on every rank) when the layout cannot run: dp·pp not the world size,
+// fewer layers than p·v stages or tied embeddings (split_units' reasons). A schedule that cannot
+// take (p, m, v) is make_schedule's to refuse (the trainer's constructor calls it).
 void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& model);
 
 // What one step did on this rank.

@@ -34,6 +34,15 @@ const char* comm_op_name(CommOp op) {
   return "?";
 }
 
+CommStats& CommStats::operator+=(const CommStats& other) {
+  for (int op = 0; op < kNumCommOps; ++op) {
+    calls[op] += other.calls[op];
+    payload_bytes[op] += other.payload_bytes[op];
+    bytes_sent[op] += other.bytes_sent[op];
+  }
+  return *this;
+}
+
 std::uint64_t CommStats::total_sent() const {
   std::uint64_t total = 0;
   for (auto b : bytes_sent) total += b;

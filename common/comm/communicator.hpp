@@ -38,6 +38,8 @@ struct CommStats {
   std::uint64_t sent(CommOp op) const { return bytes_sent[static_cast<int>(op)]; }
   std::uint64_t count(CommOp op) const { return calls[static_cast<int>(op)]; }
   std::uint64_t total_sent() const;
+  // Adds another communicator's counts (a rank's traffic over several groups, as one).
+  CommStats& operator+=(const CommStats& other);
 };
 
 // A pending op. wait() returns once the result is in place (for CUDA backends: ordered before

@@ -10,7 +10,7 @@ void add_training_flags(Cli& cli, const TrainingDefaults& d) {
   std::string names;
   for (const auto& n : ModelConfig::builtin_names()) names += (names.empty() ? "" : ", ") + n;
   cli.add_string("model", d.model, "model shape: " + names);
-  cli.add_int("layers", 0, "override the model's number of layers (0: keep)", 0, 1 << 16);
+  cli.add_int("layers", d.layers, "override the model's number of layers (0: keep)", 0, 1 << 16);
   cli.add_int("hidden", 0, "override the hidden size (0: keep)", 0, 1 << 20);
   cli.add_int("heads", 0, "override the number of attention heads (0: keep)", 0, 1 << 14);
   cli.add_int("kv-heads", 0, "override the number of key/value heads (0: keep)", 0, 1 << 14);

@@ -43,6 +43,7 @@ struct TrainingDefaults {
   // The --recompute modes the chapter supports (chapter 01 measures the layer without
   // recomputation, so it offers only "none").
   std::vector<std::string> recompute_modes = {"none", "selective", "full"};
+  std::int64_t layers = 0;  // --layers' default (0: the model's own)
 };
 
 void add_training_flags(Cli& cli, const TrainingDefaults& defaults = {});

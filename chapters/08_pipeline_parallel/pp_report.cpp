@@ -1,0 +1,116 @@
+#include "chapters/08_pipeline_parallel/pp_report.hpp"
+
+#include <bit>
+#include <cmath>
+#include <iomanip>
+#include <numeric>
+#include <sstream>
+
+#include "chapters/08_pipeline_parallel/pipeline_measure.hpp"
+#include "chapters/08_pipeline_parallel/schedule_formulas.hpp"
+#include "chapters/08_pipeline_parallel/schedule_report.hpp"
+#include "common/io/output_file.hpp"
+#include "common/train/training_summary.hpp"
+
+namespace usp::ch08 {
+
+namespace {
+
+double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+std::vector<std::int64_t> column(Communicator& world, std::int64_t mine) {
+  std::vector<std::int64_t> out;
+  for (const auto& v : gather_int64(world, {mine})) out.push_back(v[0]);
+  return out;
+}
+
+}  // namespace
+
+RunReport report_run(Communicator& world, ScheduleRun run) {
+  RunReport r;
+  r.measured = measured_timeline(run.schedule, run.last_step);
+  r.costs = measured_costs(run.schedule, run.last_step);
+  r.predicted = simulate(run.schedule, r.costs);
+  const ExecutedStep& mine = run.last_step[static_cast<std::size_t>(run.pp_rank)];
+  std::vector<std::int64_t> mine_costs;  // this rank's chunks' F, B, W times, as sent (bit for bit)
+  for (int c = 0; c < run.layout.v; ++c) {
+    const StageCost& sc = r.costs.stage[static_cast<std::size_t>(run.schedule.layout.stage_of(run.pp_rank, c))];
+    for (double t : {sc.f, sc.b, sc.w}) mine_costs.push_back(std::bit_cast<std::int64_t>(t));
+  }
+  for (const auto& v : gather_int64(world, mine_costs)) {
+    std::vector<StageCost> chunks;
+    for (std::size_t i = 0; i + 2 < v.size(); i += 3)
+      chunks.push_back({std::bit_cast<double>(v[i]), std::bit_cast<double>(v[i + 1]), std::bit_cast<double>(v[i + 2])});
+    r.chunk_costs.push_back(chunks);
+  }
+  r.params_held = column(world, run.params_held);
+  r.peak_activation_bytes = column(world, mine.peak_activation_bytes);
+  r.peak_in_flight = column(world, mine.peak_in_flight);
+  r.sent_bytes = column(world, static_cast<std::int64_t>(run.pp_comm.total_sent() + run.dp_comm.total_sent()));
+  r.run = std::move(run);
+  return r;
+}
+
+void print_run(std::ostream& out, const RunReport& r, const TrainingConfig& cfg) {
+  const ScheduleRun& run = r.run;
+  const Schedule& s = run.schedule;
+  out << "\n== " << run.layout.label() << ": stages";
+  for (int st = 0; st < s.layout.num_stages(); ++st)
+    out << (st ? "; " : " ") << st << " on rank " << s.layout.rank_of(st) << " = "
+        << describe(run.stages[static_cast<std::size_t>(st)], cfg.model);
+  out << "\n  losses:";
+  for (double l : run.losses) out << ' ' << std::setprecision(6) << l;
+  // The formula at the measured (stage-averaged) op times.
+  StageCost mean{};
+  for (const StageCost& c : r.costs.stage) mean.f += c.f, mean.b += c.b, mean.w += c.w;
+  const double n = static_cast<double>(r.costs.stage.size());
+  mean = {mean.f / n, mean.b / n, mean.w / n};
+  const BubbleFormula f = bubble_formula(s.kind, s.p, s.m, s.v, mean);
+  const double measured = r.measured.bubble(), predicted = r.predicted.bubble();
+  out << "\n  step " << std::setprecision(4) << run.median_step_seconds() * 1e3 << " ms (median of " << run.step_seconds.size()
+      << "); last step " << r.measured.step_time << " ms, bubble (idle / busy) measured " << std::setprecision(3) << measured
+      << ", the simulator on the measured op times " << predicted << " ("
+      << std::showpos << std::setprecision(2) << (predicted > 0 ? 100 * (measured - predicted) / predicted : 0.0)
+      << std::noshowpos << "%), the formula " << f.text << " = " << std::setprecision(3) << f.value << "\n";
+  out << "  rank | op times per chunk, ms: F / B / W (BW as B) | peak activations, MiB (in flight) | params held, MiB | sent, MiB\n";
+  for (std::size_t w = 0; w < r.params_held.size(); ++w) {
+    std::ostringstream ops, act;
+    ops << std::fixed << std::setprecision(2);
+    for (const StageCost& sc : r.chunk_costs[w]) ops << (&sc == &r.chunk_costs[w].front() ? "" : "; ") << sc.f << " / " << sc.b << " / " << sc.w;
+    act << std::fixed << std::setprecision(2) << mib(r.peak_activation_bytes[w]) << " (" << r.peak_in_flight[w] << ")";
+    out << std::fixed << std::setprecision(2) << "  " << std::setw(4) << w << " | " << std::left << std::setw(43)
+        << ops.str() << " | " << std::right << std::setw(33) << act.str() << " | " << std::setw(16)
+        << mib(r.params_held[w] * static_cast<std::int64_t>(dtype_size(cfg.dtype))) << " | " << std::setw(9)
+        << mib(r.sent_bytes[w]) << "\n"
+        << std::defaultfloat;
+  }
+}
+
+void print_agreement(std::ostream& out, const std::vector<RunReport>& reports) {
+  if (reports.size() < 2) return;
+  bool same = true;
+  for (const RunReport& r : reports) same = same && r.run.losses == reports.front().run.losses;
+  out << "\nthe losses agree across the schedules: " << (same ? "yes, bit for bit" : "no") << "\n";
+}
+
+void write_run_csvs(const std::string& dir, const RunReport& r) {
+  const std::string name = schedule_kind_name(r.run.layout.schedule);
+  write_file_atomic(dir + "/gantt_measured_" + name + ".csv", gantt_csv(r.run.schedule, r.measured));
+  write_file_atomic(dir + "/gantt_predicted_" + name + ".csv", gantt_csv(r.run.schedule, r.predicted));
+  write_file_atomic(dir + "/in_flight_measured_" + name + ".csv", in_flight_csv(r.measured));
+}
+
+void write_run_json(JsonWriter& j, const RunReport& r) {
+  j.begin_object().field("schedule", schedule_kind_name(r.run.layout.schedule));
+  j.field("dp", r.run.layout.dp).field("pp", r.run.layout.pp).field("m", r.run.layout.m).field("v", r.run.layout.v);
+  j.key("losses").array(r.run.losses);
+  j.field("step_seconds", r.run.median_step_seconds());
+  j.field("bubble_measured", r.measured.bubble()).field("bubble_predicted", r.predicted.bubble());
+  j.key("params_held").array(r.params_held);
+  j.key("peak_activation_bytes").array(r.peak_activation_bytes);
+  j.key("peak_in_flight").array(r.peak_in_flight);
+  j.key("sent_bytes").array(r.sent_bytes);
+  j.end_object();
+}
+
+}  // namespace usp::ch08

@@ -1,0 +1,36 @@
+// One schedule trained for a few steps on the run's ranks (PpTrainer) and measured: the losses,
+// the step times, every pipeline rank's last step as the executor recorded it (op times,
+// activations in flight, the tracker's Activation bytes), the parameters this rank holds, its
+// peak memory by category and the bytes it sent. The last step is traced (<dir>/trace_<name>).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chapters/08_pipeline_parallel/pp_trainer.hpp"
+#include "common/data/dataset.hpp"
+#include "common/memory_tracker.hpp"
+
+namespace usp::ch08 {
+
+struct ScheduleRun {
+  PpLayout layout;
+  Schedule schedule;
+  std::vector<UnitRange> stages;        // every virtual stage's units
+  std::vector<double> losses;           // per step: the global mean
+  std::vector<double> step_seconds;     // per step, this rank's wall time
+  std::vector<ExecutedStep> last_step;  // every pipeline rank's last step (the same on every rank)
+  int pp_rank = 0;                      // this rank's place in its pipeline
+  std::int64_t params_held = 0;         // this rank
+  MemCounts peak;                       // this rank, over the run
+  CommStats pp_comm, dp_comm;           // this rank, every step
+
+  double median_step_seconds() const;
+};
+
+// metrics: a communicator of the same ranks as world for what is not training traffic (the
+// losses' mean, the trace). trace_dir empty: no trace.
+ScheduleRun train_schedule(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
+                         const PpLayout& layout, const std::string& trace_dir);
+
+}  // namespace usp::ch08
