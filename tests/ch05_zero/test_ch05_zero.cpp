@@ -23,6 +23,7 @@ using namespace usp;
 using namespace usp::ch05;
 using usp::testing::baseline;
 using usp::testing::elementwise_mismatch;
+using usp::testing::max_abs;
 using usp::testing::mean_over_ranks;
 using usp::testing::Run;
 using usp::testing::Tolerance;
@@ -56,12 +57,6 @@ std::vector<ZeroOptions> all_stages(bool fp32_accum = false) {
           {2, true, fp32_accum},
           {3, true, fp32_accum},
           {3, false, fp32_accum}};
-}
-
-double max_abs(const std::vector<float>& a) {
-  double m = 0;
-  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

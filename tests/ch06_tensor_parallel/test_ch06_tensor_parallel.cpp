@@ -27,6 +27,7 @@
 using namespace usp;
 using namespace usp::ch06;
 using usp::testing::elementwise_mismatch;
+using usp::testing::max_abs;
 using usp::testing::layouts_for;
 using usp::testing::tp_model;
 using usp::testing::tp_training;
@@ -56,12 +57,6 @@ std::vector<float> block(const Tensor& t, std::int64_t begin, std::int64_t count
 }
 
 Tensor as_tensor(const std::vector<float>& v, const Shape& shape) { return Tensor::from_floats(v, shape); }
-
-double max_abs(const std::vector<float>& a) {
-  double m = 0;
-  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
-}
 
 }  // namespace
 

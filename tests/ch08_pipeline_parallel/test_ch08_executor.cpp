@@ -20,6 +20,7 @@
 using namespace usp;
 using namespace usp::ch08;
 using usp::testing::elementwise_mismatch;
+using usp::testing::max_abs;
 using usp::testing::Tolerance;
 using usp::testing::world;
 
@@ -68,12 +69,6 @@ std::vector<float> held(StageParams& params, bool grads) {
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;
-}
-
-double max_abs(const std::vector<float>& a) {
-  double m = 0;
-  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
 }
 
 }  // namespace

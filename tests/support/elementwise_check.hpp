@@ -8,6 +8,7 @@
 // It never aborts, so a test whose ranks meet in collectives after the comparison keeps them in
 // step (a REQUIRE on one rank would leave the others waiting in the next collective).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <sstream>
@@ -75,6 +76,13 @@ inline std::string elementwise_mismatch(const std::vector<float>& got, const std
   return detail::mismatch_report(
       got, expected, [&](std::size_t i, double g, double e) { return std::fabs(g - e) <= bound[i]; },
       " by more than their bounds", rank, listed);
+}
+
+// The largest |element|: the scale an absolute tolerance is taken relative to.
+inline double max_abs(const std::vector<float>& a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
 }
 
 }  // namespace usp::testing
