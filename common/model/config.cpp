@@ -31,12 +31,31 @@ void ModelConfig::validate() const {
     throw UsageError("model: head_dim = hidden / heads = " + std::to_string(head_dim()) +
                      " must be even for RoPE");
   if (!(norm_eps > 0)) throw UsageError("model: norm_eps must be > 0");
+  if (experts < 0 || experts > kMaxExperts)
+    throw UsageError("model: experts must be between 0 (a dense MLP) and " + std::to_string(kMaxExperts) + ", got " +
+                     std::to_string(experts));
+  if (experts > 0) {
+    if (experts_per_token < 1 || experts_per_token > experts)
+      throw UsageError("model: top-k = " + std::to_string(experts_per_token) + " experts per token must be between 1 and " +
+                       "the number of experts (" + std::to_string(experts) + ")");
+    if (!(capacity_factor >= 0))
+      throw UsageError("model: the capacity factor must be > 0 (or 0 for dropless routing)");
+    if (!(router_aux_loss_coef >= 0)) throw UsageError("model: the router's aux-loss coefficient must be >= 0");
+  }
   if (!(rope_theta > 0)) throw UsageError("model: rope_theta must be > 0");
 }
 
 std::int64_t ModelConfig::params_per_layer() const {
   const Count h = hidden, d = head_dim();
-  return (h * heads * d + 2 * h * kv_heads * d + Count(heads) * d * h + 3 * h * ffn + 2 * h).value();
+  const Count attention = h * heads * d + 2 * h * kv_heads * d + Count(heads) * d * h + 2 * h;
+  const Count mlp = is_moe() ? Count(experts) * 3 * h * ffn + Count(experts) * h : 3 * h * ffn;
+  return (attention + mlp).value();
+}
+
+std::int64_t ModelConfig::active_parameters() const {
+  if (!is_moe()) return num_parameters();
+  const Count idle = Count(layers) * (experts - experts_per_token) * 3 * hidden * ffn;
+  return num_parameters() - idle.value();
 }
 
 std::int64_t ModelConfig::num_parameters() const {
@@ -94,6 +113,7 @@ std::string ModelConfig::str() const {
   std::ostringstream os;
   os << name << ": L=" << layers << " h=" << hidden << " a=" << heads << " g=" << kv_heads << " f=" << ffn
      << " v=" << vocab << (tied_embeddings ? " tied" : "");
+  if (is_moe()) os << " E=" << experts << " k=" << experts_per_token;
   return os.str();
 }
 

@@ -24,6 +24,17 @@ struct ModelConfig {
   double norm_eps = 1e-5;        // rms_norm_eps
   double init_std = 0.02;        // initializer_range: linear and embedding weights ~ N(0, std²)
   bool tied_embeddings = false;  // tie_word_embeddings: lm_head reuses embed_tokens
+  // Mixture of experts (chapter 09; Hugging Face's MixtralConfig names). experts = 0: every layer
+  // has the dense SwiGLU MLP. Otherwise each layer's MLP is a router and `experts` SwiGLU experts
+  // of intermediate size ffn; each token goes to its top experts_per_token experts (softmax over
+  // the router logits, the top-k probabilities renormalised to sum to 1), and the layer adds the
+  // load-balancing loss router_aux_loss_coef · E · Σ_i f_i · P_i (common/model/moe.hpp).
+  std::int64_t experts = 0;            // num_local_experts
+  std::int64_t experts_per_token = 2;  // num_experts_per_tok (top-k)
+  // Each expert takes at most ceil(capacity_factor · N · k / E) of a layer's N·k assignments,
+  // in token order; the rest are dropped (the token keeps its residual). 0: dropless.
+  double capacity_factor = 0;
+  double router_aux_loss_coef = 0.01;  // α
 
   std::int64_t head_dim() const { return hidden / heads; }
   std::int64_t q_dim() const { return heads * head_dim(); }      // = hidden
@@ -37,16 +48,24 @@ struct ModelConfig {
   static constexpr std::int64_t kMaxHeads = std::int64_t{1} << 14;
   static constexpr std::int64_t kMaxFfn = std::int64_t{1} << 22;
   static constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
+  static constexpr std::int64_t kMaxExperts = std::int64_t{1} << 12;
+
+  bool is_moe() const { return experts > 0; }
 
   // Throws UsageError naming the first inconsistency (every size in [1, its kMax above], heads
-  // must divide hidden, kv_heads must divide heads, head_dim must be even for RoPE).
+  // must divide hidden, kv_heads must divide heads, head_dim must be even for RoPE; with experts,
+  // 1 <= experts_per_token <= experts, capacity_factor >= 0, router_aux_loss_coef >= 0).
   void validate() const;
 
   // Exact parameter count of this architecture (what ParamStore allocates):
   //   v·h (embedding) + L·(h·a·d + 2·h·g·d + a·d·h + 3·h·f + 2h) + h (final norm)
-  //   + v·h when the head is untied.
+  //   + v·h when the head is untied; with experts, each layer's 3·h·f becomes E·3·h·f + E·h
+  //   (the experts and the router).
   std::int64_t num_parameters() const;
   std::int64_t params_per_layer() const;
+  // The parameters one token's forward uses: with experts, k of the E experts per layer (and the
+  // whole router); without, num_parameters().
+  std::int64_t active_parameters() const;
 
   // Built-in shapes: "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.2-1b",
   // "llama3.2-3b", and the course's CPU-sized "usp-tiny", "usp-small", "usp-base".
@@ -54,7 +73,7 @@ struct ModelConfig {
   static ModelConfig builtin(const std::string& name);
   static std::vector<std::string> builtin_names();
 
-  std::string str() const;  // "usp-small: L=4 h=256 a=8 g=4 f=768 v=256"
+  std::string str() const;  // "usp-small: L=4 h=256 a=8 g=4 f=768 v=256" (+ " E=8 k=2")
 };
 
 // Which activations the decoder layers keep for backward (chapter 02):

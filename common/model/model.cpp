@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/memory_tracker.hpp"
+#include "common/model/moe.hpp"
 #include "common/ops/ops.hpp"
 
 namespace usp {
@@ -25,9 +26,10 @@ struct LayerSaved {
   Tensor x2;            // [n, C]  residual after attention
   Tensor h2, rstd2;     // [n, C], [n] f32: post-attention RMSNorm
   Tensor g, u, z;       // [N, F]  gate, up, silu(g)·u (the down_proj input)
+  MoeSaved moe;         // with experts, instead of g, u, z: the MoE MLP's routing and expert rows
 
   std::int64_t bytes() const {
-    std::int64_t n = 0;
+    std::int64_t n = moe.bytes();
     for (const Tensor* t : {&x, &h1, &rstd1, &q, &k, &v, &probs, &a, &x2, &h2, &rstd2, &g, &u, &z})
       if (t->defined()) n += static_cast<std::int64_t>(t->nbytes());
     return n;
@@ -95,13 +97,41 @@ namespace {
 
 // Indices of one layer's parameters in the ParamStore (layout order of params.hpp).
 struct LayerParams {
-  int input_norm, q, k, v, o, post_norm, gate, up, down;
+  int input_norm, q, k, v, o, post_norm;
+  int gate, up, down;  // the dense MLP
+  int router;          // with experts: the router; local expert j's w1, w2, w3 at expert0 + 3j + 0, 1, 2
+  int expert0;
 };
 
-// Parameter 0 is the embedding; each layer then has 9 parameters.
-LayerParams layer_params(std::int64_t layer) {
-  const int base = 1 + static_cast<int>(layer) * 9;
-  return {base, base + 1, base + 2, base + 3, base + 4, base + 5, base + 6, base + 7, base + 8};
+// Parameter 0 is the embedding; every layer then has the same number of parameters: 9 dense,
+// 7 + 3 per expert held with experts.
+LayerParams layer_params(const ParamStore& P, std::int64_t layer) {
+  const ModelConfig& c = P.config();
+  const int per_layer = c.is_moe() ? 7 + 3 * static_cast<int>(c.experts / P.layout().ep.size) : 9;
+  const int base = 1 + static_cast<int>(layer) * per_layer;
+  if (c.is_moe()) return {base, base + 1, base + 2, base + 3, base + 4, base + 5, -1, -1, -1, base + 6, base + 7};
+  return {base, base + 1, base + 2, base + 3, base + 4, base + 5, base + 6, base + 7, base + 8, -1, -1};
+}
+
+// The MoE weights of a layer as views of the store (and their gradients when it has them).
+MoeWeights moe_weights(const ParamStore& P, const LayerParams& ip) {
+  MoeWeights w;
+  const std::int64_t local = P.config().experts / P.layout().ep.size;
+  const bool grads = P.has_grads();
+  w.router = P.param(ip.router);
+  if (grads) w.d_router = P.grad(ip.router);
+  for (std::int64_t j = 0; j < local; ++j) {
+    const int i = ip.expert0 + 3 * static_cast<int>(j);
+    w.w1.push_back(P.param(i));
+    w.w2.push_back(P.param(i + 1));
+    w.w3.push_back(P.param(i + 2));
+    if (grads) {
+      w.d_w1.push_back(P.grad(i));
+      w.d_w2.push_back(P.grad(i + 1));
+      w.d_w3.push_back(P.grad(i + 2));
+    }
+  }
+  return w;
 }
 
 // The layer's sizes on this rank: heads, kv heads and ffn are this rank's share of them (the
@@ -112,19 +142,20 @@ struct LayerDims {
 
 LayerDims layer_dims(const ParamStore& P, const TensorParallel& tp, std::int64_t N) {
   const ModelConfig& c = P.config();
-  const LayerParams ip = layer_params(0);
+  const LayerParams ip = layer_params(P, 0);
   const std::int64_t D = c.head_dim();
   return {N, tp.stream_rows(N), c.hidden, P.infos()[ip.q].shape[0] / D, P.infos()[ip.k].shape[0] / D, D,
-          P.infos()[ip.gate].shape[0]};
+          c.is_moe() ? c.ffn : P.infos()[ip.gate].shape[0]};
 }
 
 // One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
 // Fills s with what backward needs, as `keep` says.
-Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* cp, std::int64_t layer, const Tensor& x,
+Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, std::int64_t layer,
+                     const Tensor& x,
                      std::int64_t B, std::int64_t T, DType adt, Keep keep, const AttentionProbs& make_probs,
                      LayerSaved& s) {
   const ModelConfig& c = P.config();
-  const LayerParams ip = layer_params(layer);
+  const LayerParams ip = layer_params(P, layer);
   const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
   const float eps = static_cast<float>(c.norm_eps);
   // Kept tensors are Activations; the rest are Temporaries freed when this function returns.
@@ -167,15 +198,20 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
 
   Tensor h2 = make({n, C}, adt), rstd2 = make({n});
   ops::rmsnorm_forward(x2, P.param(ip.post_norm), h2, rstd2, eps);
-  Tensor g = make({N, F}, adt), u = make({N, F}, adt), z = make({N, F}, adt);
-  {
-    std::vector<Tensor> gu = {g, u};
-    tp.column_forward(h2, {P.param(ip.gate), P.param(ip.up)}, gu);
-  }
-  ops::swiglu_forward(g, u, z);
-
   Tensor y = Tensor::empty({n, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation);
-  tp.row_forward(z, P.param(ip.down), y);
+  Tensor g, u, z;
+  if (c.is_moe()) {
+    // The mixture of experts (moe.hpp): y = Σ over the token's kept experts of weight · expert(h2).
+    moe_forward(c, ep, moe_weights(P, ip), h2, keep_all, y, s.moe);
+  } else {
+    g = make({N, F}, adt), u = make({N, F}, adt), z = make({N, F}, adt);
+    {
+      std::vector<Tensor> gu = {g, u};
+      tp.column_forward(h2, {P.param(ip.gate), P.param(ip.up)}, gu);
+    }
+    ops::swiglu_forward(g, u, z);
+    tp.row_forward(z, P.param(ip.down), y);
+  }
   ops::add_inplace(y, x2);
 
   if (keep != Keep::nothing) s.x = x;
@@ -193,33 +229,41 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
 // One decoder layer backward. dy [N, C] f32 is the gradient of the layer output; on return it
 // holds the gradient of the layer input (the residual stream carries it through in place).
 // Parameter gradients are accumulated; each saved tensor is released once it has been used.
-void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, std::int64_t layer, LayerSaved& s,
-                    Tensor& dy, std::int64_t B, std::int64_t T, const ModelHooks& hooks) {
+void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, std::int64_t layer,
+                    LayerSaved& s, Tensor& dy, std::int64_t B, std::int64_t T, float aux_scale, const ModelHooks& hooks) {
   const ModelConfig& c = P.config();
-  const LayerParams ip = layer_params(layer);
+  const LayerParams ip = layer_params(P, layer);
   const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
   auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };
   auto ready = [&](int i) { if (hooks.grad_ready) hooks.grad_ready(i); };
 
-  // y = x2 + z·Wdᵀ
+  // y = x2 + mlp(h2)
   {
-    Tensor dz = tmp({N, F});
-    Tensor dWd = P.grad(ip.down);
-    tp.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
-    ready(ip.down);
-    s.z = Tensor();
-    // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
-    Tensor dg = tmp({N, F}), du = tmp({N, F});
-    ops::swiglu_backward(dz, s.g, s.u, dg, du);
-    s.g = Tensor();
-    s.u = Tensor();
     Tensor dh2 = tmp({n, C});
-    {
-      std::vector<Tensor> dW = {P.grad(ip.gate), P.grad(ip.up)};
-      tp.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
+    if (c.is_moe()) {
+      MoeWeights w = moe_weights(P, ip);
+      moe_backward(c, ep, w, s.h2, dy, aux_scale, s.moe, dh2);
+      const int last_expert_param = ip.expert0 + 3 * static_cast<int>(w.w1.size()) - 1;
+      for (int i = last_expert_param; i >= ip.router; --i) ready(i);
+    } else {
+      // mlp = z·Wdᵀ
+      Tensor dz = tmp({N, F});
+      Tensor dWd = P.grad(ip.down);
+      tp.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
+      ready(ip.down);
+      s.z = Tensor();
+      // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
+      Tensor dg = tmp({N, F}), du = tmp({N, F});
+      ops::swiglu_backward(dz, s.g, s.u, dg, du);
+      s.g = Tensor();
+      s.u = Tensor();
+      {
+        std::vector<Tensor> dW = {P.grad(ip.gate), P.grad(ip.up)};
+        tp.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
+      }
+      ready(ip.up);
+      ready(ip.gate);
     }
-    ready(ip.up);
-    ready(ip.gate);
     s.h2 = Tensor();
     // h2 = rmsnorm(x2): dx2 = dy (residual) + rmsnorm'(dh2)
     Tensor dwp = P.grad(ip.post_norm);
@@ -322,7 +366,11 @@ Model::Model(ParamStore& params, ModelOptions options)
     : params_(params),
       options_(options),
       tp_(options.tensor_parallel ? options.tensor_parallel : &single_device_),
+      ep_(options.expert_parallel ? options.expert_parallel : &single_device_experts_),
       impl_(std::make_unique<Impl>()) {
+  USP_CHECK(ep_->size() == params_.layout().ep.size,
+            "Model: the expert-parallel group has " + std::to_string(ep_->size()) + " ranks but the parameters hold a " +
+                std::to_string(params_.layout().ep.size) + "-way share of the experts");
   USP_CHECK(tp_->size() == params_.layout().tp.size,
             "Model: the tensor-parallel group has " + std::to_string(tp_->size()) + " ranks but the parameters are a " +
                 std::to_string(params_.layout().tp.size) + "-way shard");
@@ -407,6 +455,8 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   saved_bytes_.assign(static_cast<std::size_t>(units), 0);
   measured_saved_bytes_.assign(static_cast<std::size_t>(units), 0);
   flops_ = {};
+  aux_loss_ = 0;
+  routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
   const std::int64_t flops0 = ops::flop_count();
   auto before = [&](int u) { if (hooks_.before_forward) hooks_.before_forward(u); return activation_bytes_now(); };
   auto after = [&](int u, std::int64_t bytes0) {
@@ -429,8 +479,12 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   for (int u = std::max(first, 1); u <= std::min(last, head_unit - 1); ++u) {
     const std::int64_t l = u - 1, b0 = before(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
-    x = forward_layer(params_, *tp_, options_.context_parallel, l, x, m.B, m.T, adt, keep, attention_probs_, s);
+    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
     saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
+    if (c.is_moe()) {
+      routing_[static_cast<std::size_t>(l)] = s.moe.routing;
+      aux_loss_ += c.router_aux_loss_coef * s.moe.routing.aux / static_cast<double>(c.layers);
+    }
     after(u, b0);
   }
 
@@ -461,6 +515,9 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
   const std::int64_t flops0 = ops::flop_count();
   std::int64_t recompute = 0;
   const std::int64_t n = tp_->stream_rows(N);
+  // Each MoE layer's load-balancing loss enters the objective with this weight (aux_loss()).
+  const float aux_scale =
+      static_cast<float>(loss_scale * c.router_aux_loss_coef / static_cast<double>(c.layers));
 
   // The residual stream's gradient [n, C] f32, carried down through the layers in place: from the
   // loss on the last stage, from the next stage's dy elsewhere.
@@ -506,7 +563,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
       const std::int64_t r0 = ops::flop_count();
       Tensor input = s.x;
       s.x = Tensor();
-      forward_layer(params_, *tp_, options_.context_parallel, l, input, m.B, m.T, options_.activation_dtype,
+      forward_layer(params_, *tp_, options_.context_parallel, *ep_, l, input, m.B, m.T, options_.activation_dtype,
                     Keep::everything, attention_probs_, s);
       recompute += ops::flop_count() - r0;
     } else if (options_.recompute == Recompute::selective && !options_.context_parallel) {
@@ -521,7 +578,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
       }
       recompute += 2 * m.B * d.H * m.T * m.T * d.D;
     }
-    backward_layer(params_, *tp_, options_.context_parallel, l, s, dx, m.B, m.T, hooks_);
+    backward_layer(params_, *tp_, options_.context_parallel, *ep_, l, s, dx, m.B, m.T, aux_scale, hooks_);
     if (hooks_.after_backward) hooks_.after_backward(u);
   }
 
@@ -551,9 +608,16 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary);
   tp_->embedding_forward(inputs.reshape({N}), params_.param(0), x);
   LayerSaved unused;
-  for (std::int64_t l = 0; l < c.layers; ++l)
-    x = forward_layer(params_, *tp_, options_.context_parallel, l, x, B, T, adt, Keep::nothing, attention_probs_,
+  aux_loss_ = 0;
+  routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
+  for (std::int64_t l = 0; l < c.layers; ++l) {
+    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, l, x, B, T, adt, Keep::nothing, attention_probs_,
                       unused);
+    if (c.is_moe()) {
+      routing_[static_cast<std::size_t>(l)] = unused.moe.routing;
+      aux_loss_ += c.router_aux_loss_coef * unused.moe.routing.aux / static_cast<double>(c.layers);
+    }
+  }
   HeadSaved head;
   Tensor logits = forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
   Tensor unused_state;

@@ -24,6 +24,8 @@
 
 #include "common/model/config.hpp"
 #include "common/model/context_parallel.hpp"
+#include "common/model/expert_parallel.hpp"
+#include "common/model/moe.hpp"
 #include "common/model/params.hpp"
 #include "common/model/tensor_parallel.hpp"
 #include "common/tensor.hpp"
@@ -45,6 +47,9 @@ struct ModelOptions {
   // the whole sequence. Null: the sequence is all here. Not owned; must outlive the model.
   // Attention keeps no [T, T] probabilities then (Recompute none and selective keep the same).
   ContextParallel* context_parallel = nullptr;
+  // Expert parallelism (chapter 09): how a MoE layer's rows reach experts on other ranks, for a
+  // ParamStore holding the matching EpShard. Null: every expert is here. Not owned.
+  ExpertParallel* expert_parallel = nullptr;
   // Pipeline parallelism (chapter 08): the units this model runs, [first_unit, last_unit]
   // (0 embedding, 1..L layers, L+1 final norm + head; last_unit -1 = the head). A stage touches
   // only its units' parameters and gradients. Default: the whole model.
@@ -100,7 +105,8 @@ class Model {
   void set_attention_probs(AttentionProbs make) { attention_probs_ = std::move(make); }
 
   // inputs, targets [B, T] i32. Runs the forward pass, keeps what backward needs and returns
-  // the mean cross-entropy over the B·T positions.
+  // the mean cross-entropy over the B·T positions. With experts the objective is that plus the
+  // load-balancing loss (aux_loss()); backward differentiates both.
   double forward(const Tensor& inputs, const Tensor& targets);
   // Backpropagates loss_scale · (mean loss of the last forward) into the gradient buffer
   // (accumulating) and releases every saved activation. Call once per forward.
@@ -118,6 +124,15 @@ class Model {
   int first_unit() const;
   int last_unit() const;
   int passes_held() const;  // forwards waiting for their backward (activations in flight)
+
+  // ---- mixture of experts (ModelConfig::experts > 0) ------------------------------------------
+  // The last forward's (or evaluate's) load-balancing loss over this model's layers: router_aux_loss_coef ·
+  // (1 / L) · Σ_layers E · Σ_i f_i · P_i (moe.hpp; the mean over all L layers of the model, so
+  // pipeline stages' terms add up to the whole model's). 0 without experts.
+  double aux_loss() const { return aux_loss_; }
+  // The last forward's (or evaluate's) routing of each layer this model runs ([layer]; empty
+  // entries elsewhere).
+  const std::vector<MoeRouting>& routing() const { return routing_; }
 
   // Forward without keeping anything (evaluation): the mean loss.
   double evaluate(const Tensor& inputs, const Tensor& targets);
@@ -141,6 +156,10 @@ class Model {
   AttentionProbs attention_probs_;
   SingleDevice single_device_;
   TensorParallel* tp_;  // options_.tensor_parallel, or &single_device_
+  SingleDeviceExperts single_device_experts_;
+  ExpertParallel* ep_;  // options_.expert_parallel, or &single_device_experts_
+  double aux_loss_ = 0;
+  std::vector<MoeRouting> routing_;
   std::unique_ptr<Impl> impl_;
   std::vector<std::int64_t> saved_bytes_, measured_saved_bytes_;
   StepFlops flops_;

@@ -22,14 +22,30 @@ void check_tp_shard(const ModelConfig& c, TpShard tp) {
       throw UsageError("tensor parallelism t = " + std::to_string(tp.size) + " must divide the " + what + " (" +
                        std::to_string(n) + ")");
   };
+  if (c.is_moe() && tp.size > 1)
+    throw UsageError("tensor parallelism t = " + std::to_string(tp.size) + " with a mixture of experts: this course "
+                     "spreads the experts over ranks with expert parallelism (chapter 09), not tensor parallelism");
   divides(c.heads, "number of heads");
   divides(c.kv_heads, "number of kv heads; this course does not replicate kv heads over TP ranks");
   divides(c.ffn, "ffn size");
   divides(c.vocab, "vocabulary size (the embedding and the head are split by vocabulary)");
 }
 
-std::vector<ParamInfo> llama_param_layout(const ModelConfig& c, TpShard tp) {
+void check_ep_shard(const ModelConfig& c, EpShard ep) {
+  if (ep.size < 1 || ep.rank < 0 || ep.rank >= ep.size)
+    throw UsageError("expert-parallel shard " + std::to_string(ep.rank) + " of " + std::to_string(ep.size) +
+                     " does not exist");
+  if (ep.size == 1) return;
+  if (!c.is_moe())
+    throw UsageError("expert parallelism ep = " + std::to_string(ep.size) + " needs a model with experts");
+  if (c.experts % ep.size != 0)
+    throw UsageError("the " + std::to_string(c.experts) + " experts cannot be spread evenly over ep = " +
+                     std::to_string(ep.size) + " ranks (ep must divide the number of experts)");
+}
+
+std::vector<ParamInfo> llama_param_layout(const ModelConfig& c, TpShard tp, EpShard ep) {
   check_tp_shard(c, tp);
+  check_ep_shard(c, ep);
   std::vector<ParamInfo> out;
   std::int64_t offset = 0;
   // split_dim: -1 replicated; 0 or 1: that dimension is cut into tp.size equal shards.
@@ -63,9 +79,21 @@ std::vector<ParamInfo> llama_param_layout(const ModelConfig& c, TpShard tp) {
     add(pre + "self_attn.v_proj.weight", {c.kv_dim(), h}, unit, false, column_parallel);
     add(pre + "self_attn.o_proj.weight", {h, c.q_dim()}, unit, false, row_parallel);
     add(pre + "post_attention_layernorm.weight", {h}, unit, true, replicated);
-    add(pre + "mlp.gate_proj.weight", {f, h}, unit, false, column_parallel);
-    add(pre + "mlp.up_proj.weight", {f, h}, unit, false, column_parallel);
-    add(pre + "mlp.down_proj.weight", {h, f}, unit, false, row_parallel);
+    if (!c.is_moe()) {
+      add(pre + "mlp.gate_proj.weight", {f, h}, unit, false, column_parallel);
+      add(pre + "mlp.up_proj.weight", {f, h}, unit, false, column_parallel);
+      add(pre + "mlp.down_proj.weight", {h, f}, unit, false, row_parallel);
+      continue;
+    }
+    add(pre + "block_sparse_moe.gate.weight", {c.experts, h}, unit, false, replicated);
+    const std::int64_t local = c.experts / ep.size;
+    for (std::int64_t e = ep.rank * local; e < (ep.rank + 1) * local; ++e) {
+      const std::string ex = pre + "block_sparse_moe.experts." + std::to_string(e) + ".";
+      for (auto [w, shape] : {std::pair{"w1", Shape{f, h}}, std::pair{"w2", Shape{h, f}}, std::pair{"w3", Shape{f, h}}}) {
+        add(ex + w + ".weight", shape, unit, false, replicated);
+        out.back().expert = static_cast<int>(e);
+      }
+    }
   }
   const int last = static_cast<int>(c.layers) + 1;
   add("model.norm.weight", {h}, last, true, replicated);
@@ -79,7 +107,7 @@ ParamStore::ParamStore(const ModelConfig& config, DType dtype, Device device, bo
 ParamStore::ParamStore(const ModelConfig& config, DType dtype, Device device, StoreLayout layout)
     : config_(config), dtype_(dtype), infos_(), layout_(layout), device_(device) {
   config_.validate();
-  infos_ = llama_param_layout(config_, layout_.tp);
+  infos_ = llama_param_layout(config_, layout_.tp, layout_.ep);
   USP_CHECK(layout_.pad_to >= 1, "ParamStore: pad_to must be >= 1");
   USP_CHECK(layout_.params != Residency::none, "ParamStore: parameters must be flat or per unit");
   numel_ = infos_.back().offset + infos_.back().numel;

@@ -55,6 +55,13 @@ struct TpShard {
   std::int64_t rank = 0;
 };
 
+// Expert parallelism (chapter 09): which of `size` equal groups of a MoE model's experts this
+// store holds (experts [rank·E/size, (rank+1)·E/size)). size = 1 is every expert.
+struct EpShard {
+  std::int64_t size = 1;
+  std::int64_t rank = 0;
+};
+
 struct ParamInfo {
   std::string name;
   Shape shape;              // what this store holds (the shard under tensor parallelism)
@@ -62,6 +69,7 @@ struct ParamInfo {
   std::int64_t numel = 0;
   int unit = 0;             // 0 = embedding, 1..L = decoder layer i-1, L+1 = final norm + head
   bool is_norm = false;     // norm weights: initialised to 1, no weight decay
+  int expert = -1;          // an expert's weight: the expert's (global) index; else -1
   // Tensor parallelism: the unsharded tensor's shape, the dimension it is split along (-1:
   // replicated, 0: rows = output features, 1: columns = input features) and where along that
   // dimension this shard begins. Without TP: full_shape = shape, split_dim = -1.
@@ -83,6 +91,7 @@ struct StoreLayout {
   Residency grads = Residency::flat;   // flat, per_unit or none
   std::int64_t pad_to = 1;             // each buffer's length is a multiple of this (>= 1)
   TpShard tp = {};                     // the tensor-parallel shard held (default: everything)
+  EpShard ep = {};                     // the experts held (default: all of them)
 };
 
 class ParamStore {
@@ -167,8 +176,14 @@ class ParamStore {
 //   the RMSNorm weights whole (replicated).
 // Shard r of a split dimension of size n is [r·n/t, (r+1)·n/t). UsageError when t does not
 // divide heads, kv_heads, ffn and vocab (kv heads are not replicated when t exceeds them).
-std::vector<ParamInfo> llama_param_layout(const ModelConfig& config, TpShard tp = {});
-// The UsageError above, or nothing: t must divide heads, kv heads, ffn and vocab.
+//
+// With an EpShard of size e, rank r holds only the experts [r·E/e, (r+1)·E/e) (their names keep
+// the global index); the router and everything else whole.
+std::vector<ParamInfo> llama_param_layout(const ModelConfig& config, TpShard tp = {}, EpShard ep = {});
+// The UsageError above, or nothing: t must divide heads, kv heads, ffn and vocab (and t = 1 with
+// experts: this course spreads experts with expert parallelism, not tensor parallelism).
 void check_tp_shard(const ModelConfig& config, TpShard tp);
+// UsageError unless e divides the number of experts (e = 1 always passes; e > 1 needs experts).
+void check_ep_shard(const ModelConfig& config, EpShard ep);
 
 }  // namespace usp

@@ -1,0 +1,300 @@
+#include "common/model/moe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "common/dtype.hpp"
+#include "common/error.hpp"
+#include "common/ops/ops.hpp"
+
+namespace usp {
+
+namespace {
+
+// Row i of a 2-D tensor (any dtype) copied to row j of another of the same dtype and width.
+void copy_row(const Tensor& src, std::int64_t i, Tensor& dst, std::int64_t j) {
+  const std::size_t bytes = static_cast<std::size_t>(src.dim(1)) * dtype_size(src.dtype());
+  std::memcpy(static_cast<char*>(dst.raw()) + static_cast<std::size_t>(j) * bytes,
+              static_cast<const char*>(src.raw()) + static_cast<std::size_t>(i) * bytes, bytes);
+}
+
+Tensor as_f32(const Tensor& t) {
+  if (t.dtype() == DType::f32) return t;
+  Tensor out = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary);
+  convert_to_float(t.dtype(), t.raw(), out.data<float>(), static_cast<std::size_t>(t.numel()));
+  return out;
+}
+
+// The rows at the experts come grouped by source rank, then local expert; the experts compute
+// them grouped by local expert, then source. perm[i] = the source-major row of expert-major row i.
+std::vector<std::int64_t> expert_major_order(const ExpertRoute& r, std::int64_t local) {
+  const auto ep = static_cast<std::int64_t>(r.recv_counts.size());
+  std::vector<std::int64_t> start(r.recv_by_expert.size());  // source-major offset of block (s, j)
+  std::int64_t at = 0;
+  for (std::int64_t s = 0; s < ep; ++s)
+    for (std::int64_t j = 0; j < local; ++j) {
+      start[static_cast<std::size_t>(s * local + j)] = at;
+      at += r.recv_by_expert[static_cast<std::size_t>(s * local + j)];
+    }
+  std::vector<std::int64_t> perm;
+  perm.reserve(static_cast<std::size_t>(at));
+  for (std::int64_t j = 0; j < local; ++j)
+    for (std::int64_t s = 0; s < ep; ++s) {
+      const auto b = static_cast<std::size_t>(s * local + j);
+      for (std::int64_t i = 0; i < r.recv_by_expert[b]; ++i) perm.push_back(start[b] + i);
+    }
+  return perm;
+}
+
+// Rows of each local expert at the experts (expert-major): [E/ep].
+std::vector<std::int64_t> rows_per_local_expert(const ExpertRoute& r, std::int64_t local) {
+  std::vector<std::int64_t> n(static_cast<std::size_t>(local), 0);
+  for (std::size_t b = 0; b < r.recv_by_expert.size(); ++b) n[b % static_cast<std::size_t>(local)] += r.recv_by_expert[b];
+  return n;
+}
+
+// out[perm[i]] = in[i] (to source-major) or out[i] = in[perm[i]] (to expert-major).
+Tensor permute_rows(const Tensor& in, const std::vector<std::int64_t>& perm, bool to_expert_major, MemCategory cat) {
+  Tensor out = Tensor::empty(in.shape(), in.dtype(), cat);
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    const auto p = perm[i], k = static_cast<std::int64_t>(i);
+    if (to_expert_major) copy_row(in, p, out, k);
+    else copy_row(in, k, out, p);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::int64_t MoeSaved::bytes() const {
+  std::int64_t n = 0;
+  for (const Tensor* t : {&probs, &choice, &weight, &row, &x, &g, &u, &z, &y})
+    if (t->defined()) n += static_cast<std::int64_t>(t->nbytes());
+  return n;
+}
+
+void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, const Tensor& h, bool keep,
+                 Tensor& out, MoeSaved& s) {
+  const std::int64_t N = h.dim(0), C = h.dim(1), E = c.experts, K = c.experts_per_token, F = c.ffn;
+  const std::int64_t local = E / ep.size();
+  const MemCategory cat = keep ? MemCategory::Activation : MemCategory::Temporary;
+  const DType adt = h.dtype();
+
+  // ---- routing: logits -> softmax -> top-k with renormalised weights -------------------------
+  Tensor logits = Tensor::empty({N, E}, DType::f32, MemCategory::Temporary);
+  ops::matmul_forward(h, w.router, logits);
+  s.probs = Tensor::empty({N, E}, DType::f32, cat);
+  s.choice = Tensor::empty({N, K}, DType::i32, cat);
+  s.weight = Tensor::empty({N, K}, DType::f32, cat);
+  s.row = Tensor::empty({N, K}, DType::i32, cat);
+  const float* lg = logits.data<float>();
+  float* p = s.probs.data<float>();
+  std::int32_t* choice = s.choice.data<std::int32_t>();
+  float* weight = s.weight.data<float>();
+  MoeRouting& r = s.routing;
+  r.routed.assign(static_cast<std::size_t>(E), 0);
+  std::vector<std::int32_t> order(static_cast<std::size_t>(E));
+  for (std::int64_t t = 0; t < N; ++t) {
+    const float* l = lg + t * E;
+    float* pt = p + t * E;
+    const float mx = *std::max_element(l, l + E);
+    float sum = 0;
+    for (std::int64_t e = 0; e < E; ++e) sum += pt[e] = std::exp(l[e] - mx);
+    for (std::int64_t e = 0; e < E; ++e) pt[e] /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                      [&](std::int32_t a, std::int32_t b) { return pt[a] > pt[b] || (pt[a] == pt[b] && a < b); });
+    float top = 0;
+    for (std::int64_t j = 0; j < K; ++j) top += pt[order[static_cast<std::size_t>(j)]];
+    for (std::int64_t j = 0; j < K; ++j) {
+      const std::int32_t e = order[static_cast<std::size_t>(j)];
+      choice[t * K + j] = e;
+      weight[t * K + j] = pt[e] / top;
+      ++r.routed[static_cast<std::size_t>(e)];
+    }
+  }
+  // The load-balancing loss: E · Σ f_i · P_i.
+  r.aux = 0;
+  for (std::int64_t e = 0; e < E; ++e) {
+    double P = 0;
+    for (std::int64_t t = 0; t < N; ++t) P += p[t * E + e];
+    r.aux += static_cast<double>(r.routed[static_cast<std::size_t>(e)]) / N * (P / N);
+  }
+  r.aux *= static_cast<double>(E);
+
+  // ---- capacity: keep assignments in token order until their expert is full -----------------
+  const std::int64_t cap = c.capacity_factor > 0
+                               ? static_cast<std::int64_t>(std::ceil(c.capacity_factor * static_cast<double>(N * K) / E))
+                               : N * K;
+  r.kept.assign(static_cast<std::size_t>(E), 0);
+  std::vector<std::int64_t> slot(static_cast<std::size_t>(N * K), -1);  // position within its expert
+  for (std::int64_t a = 0; a < N * K; ++a) {
+    const auto e = static_cast<std::size_t>(choice[a]);
+    if (r.kept[e] < cap) slot[static_cast<std::size_t>(a)] = r.kept[e]++;
+  }
+  r.dropped = N * K - std::accumulate(r.kept.begin(), r.kept.end(), std::int64_t{0});
+  r.decisions = 1469598103934665603ull;
+  for (std::int64_t a = 0; a < N * K; ++a)
+    for (std::int64_t v : {std::int64_t{choice[a]}, slot[static_cast<std::size_t>(a)] < 0 ? std::int64_t{-1} : std::int64_t{1}})
+      r.decisions = (r.decisions ^ static_cast<std::uint64_t>(v + 2)) * 1099511628211ull;
+  std::vector<std::int64_t> first(static_cast<std::size_t>(E), 0);  // the expert's first row
+  for (std::int64_t e = 1; e < E; ++e) first[static_cast<std::size_t>(e)] = first[e - 1] + r.kept[e - 1];
+  const std::int64_t R = N * K - r.dropped;
+
+  // ---- dispatch: rows grouped by expert, to the experts' ranks ------------------------------
+  Tensor rows = Tensor::empty({R, C}, adt, MemCategory::Temporary);
+  std::int32_t* row = s.row.data<std::int32_t>();
+  for (std::int64_t a = 0; a < N * K; ++a) {
+    const std::int64_t pos = slot[static_cast<std::size_t>(a)];
+    row[a] = pos < 0 ? -1 : static_cast<std::int32_t>(first[static_cast<std::size_t>(choice[a])] + pos);
+    if (pos >= 0) copy_row(h, a / K, rows, row[a]);
+  }
+  s.route = ep.route(r.kept);
+  const std::int64_t R_in = std::accumulate(s.route.recv_counts.begin(), s.route.recv_counts.end(), std::int64_t{0});
+  Tensor received = Tensor::empty({R_in, C}, adt, MemCategory::Temporary);
+  ep.to_experts(s.route, rows, received);
+  rows = Tensor();
+
+  // ---- the experts, each on its rows --------------------------------------------------------
+  const std::vector<std::int64_t> perm = expert_major_order(s.route, local);
+  const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
+  s.x = permute_rows(received, perm, /*to_expert_major=*/true, cat);
+  received = Tensor();
+  s.g = Tensor::empty({R_in, F}, adt, cat);
+  s.u = Tensor::empty({R_in, F}, adt, cat);
+  s.z = Tensor::empty({R_in, F}, adt, cat);
+  Tensor results = Tensor::empty({R_in, C}, adt, MemCategory::Temporary);
+  for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
+    const std::int64_t n = n_of[static_cast<std::size_t>(j)];
+    if (n == 0) continue;
+    const auto J = static_cast<std::size_t>(j);
+    Tensor xj = s.x.slice(at, at + n), gj = s.g.slice(at, at + n), uj = s.u.slice(at, at + n), zj = s.z.slice(at, at + n);
+    Tensor yj = results.slice(at, at + n);
+    ops::matmul_forward(xj, w.w1[J], gj);
+    ops::matmul_forward(xj, w.w3[J], uj);
+    ops::swiglu_forward(gj, uj, zj);
+    ops::matmul_forward(zj, w.w2[J], yj);
+  }
+
+  // ---- combine: back to this rank, the weighted sum per token -------------------------------
+  s.y = Tensor::empty({R, C}, adt, cat);
+  ep.from_experts(s.route, permute_rows(results, perm, /*to_expert_major=*/false, MemCategory::Temporary), s.y);
+  results = Tensor();
+  const Tensor y32 = as_f32(s.y);
+  Tensor o32 = Tensor::zeros({N, C}, DType::f32, MemCategory::Temporary);
+  float* o = o32.data<float>();
+  for (std::int64_t a = 0; a < N * K; ++a) {
+    if (row[a] < 0) continue;
+    const float* yr = y32.data<float>() + static_cast<std::int64_t>(row[a]) * C;
+    float* ot = o + (a / K) * C;
+    for (std::int64_t i = 0; i < C; ++i) ot[i] += weight[a] * yr[i];
+  }
+  if (out.dtype() == DType::f32) out.copy_from(o32);
+  else convert_from_float(o, out.dtype(), out.raw(), static_cast<std::size_t>(out.numel()));
+  if (!keep) {
+    const MoeRouting routing = s.routing;
+    s = MoeSaved{};
+    s.routing = routing;
+  }
+}
+
+void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const Tensor& h, const Tensor& dout,
+                  float aux_scale, MoeSaved& s, Tensor& dh) {
+  const std::int64_t N = h.dim(0), C = h.dim(1), E = c.experts, K = c.experts_per_token, F = c.ffn;
+  const std::int64_t local = E / ep.size();
+  const std::int64_t R = s.y.dim(0), R_in = s.x.dim(0);
+  auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };
+  const float* d = dout.data<float>();
+  const std::int32_t* row = s.row.data<std::int32_t>();
+  const float* weight = s.weight.data<float>();
+
+  // ---- combine backward: dw per assignment, w · dout[t] per row -------------------------------
+  std::vector<float> dw(static_cast<std::size_t>(N * K), 0.0f);
+  Tensor drows = tmp({R, C});
+  {
+    const Tensor y32 = as_f32(s.y);
+    float* dr = drows.data<float>();
+    for (std::int64_t a = 0; a < N * K; ++a) {
+      if (row[a] < 0) continue;
+      const float* yr = y32.data<float>() + static_cast<std::int64_t>(row[a]) * C;
+      const float* dt = d + (a / K) * C;
+      float* drr = dr + static_cast<std::int64_t>(row[a]) * C;
+      double dot = 0;
+      for (std::int64_t i = 0; i < C; ++i) {
+        dot += static_cast<double>(dt[i]) * yr[i];
+        drr[i] = weight[a] * dt[i];
+      }
+      dw[static_cast<std::size_t>(a)] = static_cast<float>(dot);
+    }
+  }
+  s.y = Tensor();
+
+  // ---- to the experts, their backward, and back ----------------------------------------------
+  const std::vector<std::int64_t> perm = expert_major_order(s.route, local);
+  const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
+  Tensor dres_src = tmp({R_in, C});
+  ep.to_experts(s.route, drows, dres_src);
+  drows = Tensor();
+  const Tensor dres = permute_rows(dres_src, perm, /*to_expert_major=*/true, MemCategory::Temporary);
+  dres_src = Tensor();
+  Tensor dx = tmp({R_in, C});
+  for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
+    const std::int64_t n = n_of[static_cast<std::size_t>(j)];
+    if (n == 0) continue;
+    const auto J = static_cast<std::size_t>(j);
+    Tensor dz = tmp({n, F}), dg = tmp({n, F}), du = tmp({n, F});
+    Tensor dxj = dx.slice(at, at + n);
+    ops::matmul_backward(dres.slice(at, at + n), s.z.slice(at, at + n), w.w2[J], dz, w.d_w2[J]);
+    ops::swiglu_backward(dz, s.g.slice(at, at + n), s.u.slice(at, at + n), dg, du);
+    ops::matmul_backward(du, s.x.slice(at, at + n), w.w3[J], dxj, w.d_w3[J]);
+    ops::matmul_backward(dg, s.x.slice(at, at + n), w.w1[J], dxj, w.d_w1[J], /*accumulate_dx=*/true);
+  }
+  s.x = s.g = s.u = s.z = Tensor();
+  Tensor dxrows = tmp({R, C});
+  ep.from_experts(s.route, permute_rows(dx, perm, /*to_expert_major=*/false, MemCategory::Temporary), dxrows);
+  dx = Tensor();
+
+  // ---- back to the tokens: dh = Σ over t's kept rows of dX --------------------------------------
+  float* dht = dh.data<float>();
+  std::fill(dht, dht + N * C, 0.0f);
+  const float* dxr = dxrows.data<float>();
+  for (std::int64_t a = 0; a < N * K; ++a) {
+    if (row[a] < 0) continue;
+    const float* src = dxr + static_cast<std::int64_t>(row[a]) * C;
+    float* dst = dht + (a / K) * C;
+    for (std::int64_t i = 0; i < C; ++i) dst[i] += src[i];
+  }
+
+  // ---- the router: weights -> probabilities (renormalisation, aux loss) -> logits -----------------
+  //   w_j = p_j / S (S = Σ_topk p): ∂L/∂p_j = (dw_j - Σ_l dw_l·w_l) / S for the top-k;
+  //   aux = E·Σ_i f_i·P_i, P_i = mean_t p[t, i]: ∂/∂p[t, i] = aux_scale · E · f_i / N;
+  //   softmax: dlogit = p ⊙ (dp - Σ p·dp).
+  const float* p = s.probs.data<float>();
+  const std::int32_t* choice = s.choice.data<std::int32_t>();
+  Tensor dlogits = tmp({N, E});
+  float* dl = dlogits.data<float>();
+  std::vector<float> dp(static_cast<std::size_t>(E));
+  for (std::int64_t t = 0; t < N; ++t) {
+    const float* pt = p + t * E;
+    for (std::int64_t e = 0; e < E; ++e)
+      dp[static_cast<std::size_t>(e)] =
+          aux_scale * static_cast<float>(E) * static_cast<float>(s.routing.routed[static_cast<std::size_t>(e)]) /
+          static_cast<float>(N) / static_cast<float>(N);
+    float S = 0, mean = 0;
+    for (std::int64_t j = 0; j < K; ++j) S += pt[choice[t * K + j]];
+    for (std::int64_t j = 0; j < K; ++j) mean += dw[static_cast<std::size_t>(t * K + j)] * weight[t * K + j];
+    for (std::int64_t j = 0; j < K; ++j)
+      dp[static_cast<std::size_t>(choice[t * K + j])] += (dw[static_cast<std::size_t>(t * K + j)] - mean) / S;
+    float dot = 0;
+    for (std::int64_t e = 0; e < E; ++e) dot += pt[e] * dp[static_cast<std::size_t>(e)];
+    for (std::int64_t e = 0; e < E; ++e) dl[t * E + e] = pt[e] * (dp[static_cast<std::size_t>(e)] - dot);
+  }
+  Tensor dh_router = tmp({N, C});
+  ops::matmul_backward(dlogits, h, w.router, dh_router, w.d_router);
+  ops::add_inplace(dh, dh_router);
+  s = MoeSaved{};
+}
+
+}  // namespace usp
