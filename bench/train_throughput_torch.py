@@ -70,7 +70,7 @@ def main():
         inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
         start, cpu_start = time.perf_counter(), time.process_time()
         optimizer.zero_grad(set_to_none=True)
-        _, loss = llama_torch.forward(params, shape, inputs, targets)
+        _, loss, _ = llama_torch.forward(params, shape, inputs, targets)
         loss.backward()
         optimizer.step()
         dt, cpu_dt = time.perf_counter() - start, time.process_time() - cpu_start

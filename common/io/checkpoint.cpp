@@ -130,9 +130,10 @@ double meta_double(const SafetensorsFile& f, const std::string& dir, const char*
 
 std::string hf_config_json(const ModelConfig& c, DType dtype) {
   // transformers' LlamaConfig keys, in this order; doubles as floats ("10000.0") for Python.
+  // With experts, transformers' MixtralConfig (same keys, plus the experts').
   JsonValue j;
-  j["architectures"] = JsonValue::array({"LlamaForCausalLM"});
-  j["model_type"] = "llama";
+  j["architectures"] = JsonValue::array({c.is_moe() ? "MixtralForCausalLM" : "LlamaForCausalLM"});
+  j["model_type"] = c.is_moe() ? "mixtral" : "llama";
   j["attention_bias"] = false;
   j["attention_dropout"] = 0.0;
   j["bos_token_id"] = nullptr;  // byte-level vocabulary: no special tokens
@@ -155,6 +156,16 @@ std::string hf_config_json(const ModelConfig& c, DType dtype) {
   j["torch_dtype"] = torch_dtype_name(dtype);
   j["use_cache"] = true;
   j["vocab_size"] = c.vocab;
+  if (c.is_moe()) {
+    j["num_local_experts"] = c.experts;
+    j["num_experts_per_tok"] = c.experts_per_token;
+    j["router_aux_loss_coef"] = c.router_aux_loss_coef;
+    j["router_jitter_noise"] = 0.0;
+    j["output_router_logits"] = false;
+    j["sliding_window"] = nullptr;
+    // Not Mixtral's: transformers routes dropless and ignores it; usp_eval applies it.
+    j["usp_capacity_factor"] = c.capacity_factor;
+  }
   j["usp_model"] = c.name;
   return j.dump(2) + "\n";
 }
@@ -209,7 +220,8 @@ void save_checkpoint(const std::string& dir, const ParamStore& params, const Ada
 ModelConfig load_config(const std::string& dir) {
   const ConfigReader r(dir);
   const std::string model_type = r.text("model_type", "llama");
-  if (model_type != "llama") r.fail("config.json: model_type is '" + model_type + "', only 'llama' is supported");
+  if (model_type != "llama" && model_type != "mixtral")
+    r.fail("config.json: model_type is '" + model_type + "', only 'llama' and 'mixtral' are supported");
   const std::string act = r.text("hidden_act", "silu");
   if (act != "silu") r.fail("config.json: hidden_act is '" + act + "', only 'silu' (SwiGLU) is supported");
   if (r.present("rope_scaling")) r.fail("config.json: rope_scaling is set; only plain RoPE (rope_scaling null) is supported");
@@ -231,6 +243,14 @@ ModelConfig load_config(const std::string& dir) {
   c.norm_eps = r.real("rms_norm_eps", 1e-6);
   c.init_std = r.real("initializer_range", 0.02);
   c.tied_embeddings = r.boolean("tie_word_embeddings", false);
+  if (model_type == "mixtral") {
+    c.experts = r.integer("num_local_experts", 0, true);
+    c.experts_per_token = r.integer("num_experts_per_tok", 2);
+    c.router_aux_loss_coef = r.real("router_aux_loss_coef", 0.001);  // transformers' default
+    c.capacity_factor = r.real("usp_capacity_factor", 0.0);
+    if (r.real("router_jitter_noise", 0.0) != 0.0)
+      r.fail("config.json: router_jitter_noise is not 0; the router here is deterministic");
+  }
   if (c.heads >= 1 && c.hidden % c.heads == 0) {
     const std::int64_t head_dim = r.integer("head_dim", c.hidden / c.heads);
     if (head_dim != c.hidden / c.heads)
@@ -269,6 +289,8 @@ void load_params(const std::string& dir, ParamStore& params) {
   same("num_key_value_heads", saved.kv_heads, ours.kv_heads);
   same("intermediate_size", saved.ffn, ours.ffn);
   same("tie_word_embeddings", saved.tied_embeddings, ours.tied_embeddings);
+  same("num_local_experts", saved.experts, ours.experts);
+  if (ours.is_moe()) same("num_experts_per_tok", saved.experts_per_token, ours.experts_per_token);
 
   const SafetensorsFile file(need_file(dir, kModelFile));
   std::set<std::string> expected;

@@ -340,3 +340,50 @@ TEST_CASE("broken checkpoints give one clear message naming the directory", "[io
   with("\"torch_dtype\": \"float32\"", "\"torch_dtype\": \"int8\"");
   CHECK_THROWS_WITH(load_dtype(d), Catch::Contains("torch_dtype 'int8' is not supported"));
 }
+
+TEST_CASE("a mixture of experts saves as a MixtralConfig with Mixtral's tensor names and loads back", "[io][checkpoint][moe]") {
+  TempDir dir("ckpt_moe");
+  ModelConfig c = tiny();
+  c.experts = 4;
+  c.experts_per_token = 2;
+  c.capacity_factor = 1.25;
+  c.router_aux_loss_coef = 0.02;
+  ParamStore saved(c, DType::bf16);
+  saved.init(8);
+  save_checkpoint(dir.str(), saved);
+  const JsonValue j = read_json_file(dir / "config.json");
+  CHECK(j.at("architectures")[0].get<std::string>() == "MixtralForCausalLM");
+  CHECK(j.at("model_type").get<std::string>() == "mixtral");
+  CHECK(json_int64(j.at("num_local_experts")) == 4);
+  CHECK(json_int64(j.at("num_experts_per_tok")) == 2);
+  CHECK(json_double(j.at("router_aux_loss_coef")) == 0.02);
+  CHECK(json_double(j.at("usp_capacity_factor")) == 1.25);
+  const SafetensorsFile f(dir / "model.safetensors");
+  CHECK(f.entry("model.layers.1.block_sparse_moe.gate.weight").shape == Shape{4, 64});
+  CHECK(f.entry("model.layers.0.block_sparse_moe.experts.3.w2.weight").shape == Shape{64, 192});
+  const ModelConfig back = load_config(dir.str());
+  CHECK(back.experts == 4);
+  CHECK(back.experts_per_token == 2);
+  CHECK(back.capacity_factor == 1.25);
+  CHECK(back.router_aux_loss_coef == 0.02);
+  ParamStore loaded(back, load_dtype(dir.str()), Device::cpu(), /*with_grads=*/false);
+  load_params(dir.str(), loaded);
+  CHECK(same_bytes(loaded.flat(), saved.flat()));
+  // A dense model refuses the MoE checkpoint, naming the difference.
+  ParamStore dense(tiny(), DType::bf16, Device::cpu(), false);
+  CHECK_THROWS_WITH(load_params(dir.str(), dense), Catch::Contains("num_local_experts = 4, the model has 0"));
+  // Mixtral-8x7B's config.json keys as transformers writes them (its sizes shrunk): no usp keys.
+  write_file(dir / "config.json", R"({
+  "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+  "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 112,
+  "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 4, "num_experts_per_tok": 2,
+  "num_hidden_layers": 2, "num_key_value_heads": 2, "num_local_experts": 8, "output_router_logits": false,
+  "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02, "router_jitter_noise": 0.0,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_cache": true,
+  "vocab_size": 256})");
+  const ModelConfig mix = load_config(dir.str());
+  CHECK(mix.experts == 8);
+  CHECK(mix.experts_per_token == 2);
+  CHECK(mix.capacity_factor == 0);  // dropless, as Mixtral routes
+  CHECK(mix.ffn == 112);
+}

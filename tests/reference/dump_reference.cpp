@@ -1,10 +1,11 @@
 // dump_reference OUT_DIR: runs one forward + backward of a small model and writes everything
-// tests/reference/torch_reference.py needs to recompute it in PyTorch, for two models
-// (OUT_DIR/untied and OUT_DIR/tied):
+// tests/reference/torch_reference.py needs to recompute it in PyTorch, for four models
+// (OUT_DIR/untied, OUT_DIR/tied, and a mixture of experts dropless, OUT_DIR/moe, and with a
+// capacity that drops assignments, OUT_DIR/moe_capacity):
 //   config.json, model.safetensors   the checkpoint, through the checkpoint module
 //   outputs.safetensors              inputs, targets [B, T] i32, logits [B·T, V] f32 and
 //                                    grad.<name> f32 for every parameter
-//   outputs.json                     {"loss": <double>, ...}
+//   outputs.json                     {"loss": <double>, "aux_loss": <double>, ...}
 // It also repeats the step under Recompute::selective and Recompute::full and requires the
 // loss, the logits and every gradient to be bit-identical to Recompute::none (the same
 // arithmetic, only done at another time). Exit status 1 if they are not.
@@ -42,6 +43,21 @@ ModelConfig reference_config(bool tied) {
                                .init_std = 0.15, .tied_embeddings = tied});
 }
 
+// The same with a Mixtral-style MLP: 4 experts of ffn 48, top-2, aux coefficient 0.05 (large, so
+// that its gradient shows); capacity factor 0 (dropless) or 1.0 (cap = ceil(51·2/4) = 26 of each
+// expert's assignments: the busiest experts drop some).
+ModelConfig moe_reference_config(double capacity_factor) {
+  ModelConfig c = reference_config(false);
+  c.name = capacity_factor > 0 ? "reference-moe-capacity" : "reference-moe";
+  c.ffn = 48;
+  c.experts = 4;
+  c.experts_per_token = 2;
+  c.router_aux_loss_coef = 0.05;
+  c.capacity_factor = capacity_factor;
+  c.validate();
+  return c;
+}
+
 // Norm weights start at 1, where a norm that forgot its weight would look right; move them.
 void perturb_norm_weights(ParamStore& params) {
   for (const ParamInfo& p : params.infos()) {
@@ -54,7 +70,7 @@ void perturb_norm_weights(ParamStore& params) {
 
 
 struct StepResult {
-  double loss = 0;
+  double loss = 0, aux = 0;
   Tensor logits;  // [B·T, V] copy
   Tensor grads;   // flat gradient copy
 };
@@ -64,6 +80,7 @@ StepResult run_step(ParamStore& params, Recompute mode, const Tensor& inputs, co
   Model model(params, {mode, DType::f32});
   StepResult r;
   r.loss = model.forward(inputs, targets);
+  r.aux = model.aux_loss();
   r.logits = model.logits().clone(MemCategory::Temporary);  // backward releases the logits
   model.backward(1.0f);
   r.grads = params.flat_grad().clone(MemCategory::Temporary);
@@ -86,8 +103,7 @@ std::string first_differing_grad(const ParamStore& params, const Tensor& a, cons
 }
 
 // Writes one model's files into dir; returns false if a recomputation mode differs.
-bool dump(const std::string& dir, bool tied) {
-  const ModelConfig cfg = reference_config(tied);
+bool dump(const std::string& dir, const ModelConfig& cfg) {
   ParamStore params(cfg);
   params.init(kSeed);
   perturb_norm_weights(params);
@@ -106,7 +122,7 @@ bool dump(const std::string& dir, bool tied) {
 
   bool ok = true;
   JsonWriter json;
-  json.begin_object().field("loss", ref.loss).key("recompute_bit_identical").begin_object();
+  json.begin_object().field("loss", ref.loss).field("aux_loss", ref.aux).key("recompute_bit_identical").begin_object();
   for (Recompute mode : {Recompute::selective, Recompute::full}) {
     const StepResult r = run_step(params, mode, inputs, targets);
     std::string why;
@@ -133,9 +149,11 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string out = argv[1];
-    const bool untied_ok = dump(out + "/untied", false);
-    const bool tied_ok = dump(out + "/tied", true);
-    return untied_ok && tied_ok ? 0 : 1;
+    bool ok = dump(out + "/untied", reference_config(false));
+    ok = dump(out + "/tied", reference_config(true)) && ok;
+    ok = dump(out + "/moe", moe_reference_config(0)) && ok;
+    ok = dump(out + "/moe_capacity", moe_reference_config(1.0)) && ok;
+    return ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dump_reference: %s\n", e.what());
     return 1;

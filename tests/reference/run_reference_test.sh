@@ -24,4 +24,4 @@ fi
 
 rm -rf "$out"
 "$dumper" "$out"
-exec "$python" "$here/torch_reference.py" "$out/untied" "$out/tied"
+exec "$python" "$here/torch_reference.py" "$out/untied" "$out/tied" "$out/moe" "$out/moe_capacity"

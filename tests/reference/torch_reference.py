@@ -65,7 +65,8 @@ def compare_run(run_dir):
     weights = safetensors_file.load(need(os.path.join(run_dir, "model.safetensors")))
     outputs = safetensors_file.load(need(os.path.join(run_dir, "outputs.safetensors")))
     with open(need(os.path.join(run_dir, "outputs.json"))) as f:
-        our_loss = float(json.load(f)["loss"])
+        ours = json.load(f)
+        our_loss, our_aux = float(ours["loss"]), float(ours.get("aux_loss", 0.0))
 
     expected = shape.param_shapes()
     if set(weights) != set(expected):
@@ -80,10 +81,12 @@ def compare_run(run_dir):
 
     params = {n: w.to(torch.float64).requires_grad_(True) for n, w in weights.items()}
     inputs, targets = outputs["inputs"].long(), outputs["targets"].long()
-    logits, loss = llama_torch.forward(params, shape, inputs, targets)
-    loss.backward()
+    logits, loss, aux = llama_torch.forward(params, shape, inputs, targets)
+    (loss + aux).backward()  # the objective: cross-entropy plus the experts' load-balancing loss
 
     rows = [("loss", (), abs(loss.item()), abs(our_loss - loss.item()) / abs(loss.item()))]
+    if shape.experts:
+        rows.append(("aux loss", (), abs(aux.item()), abs(our_aux - aux.item()) / abs(aux.item())))
     rows.append(("logits", tuple(logits.shape), logits.abs().max().item(),
                  relative_error(outputs["logits"], logits.detach())))
     for name in expected:
@@ -92,8 +95,9 @@ def compare_run(run_dir):
                      relative_error(outputs[f"grad.{name}"], ref)))
 
     B, T = inputs.shape
+    experts = f", {shape.experts} experts top-{shape.top_k}" if shape.experts else ""
     print(f"\n{run_dir}: {shape.layers} layers, hidden {shape.hidden}, heads {shape.heads}/{shape.kv_heads}, "
-          f"ffn {shape.ffn}, vocab {shape.vocab}, {'tied' if shape.tied else 'untied'}; batch {B}x{T}; "
+          f"ffn {shape.ffn}, vocab {shape.vocab}, {'tied' if shape.tied else 'untied'}{experts}; batch {B}x{T}; "
           f"loss ours {our_loss:.9f} torch {loss.item():.9f}")
     print(f"  {'tensor':<52} {'shape':<12} {'max|ref|':>10} {'rel.err':>10}  ")
     bad = 0
@@ -105,20 +109,26 @@ def compare_run(run_dir):
 
 
 def compare_with_transformers(run_dir, inputs, ref_logits):
-    """Optional: transformers' LlamaForCausalLM loads the checkpoint as it is and agrees.
-    Returns the number of mismatches (0 or 1)."""
+    """Optional: transformers' LlamaForCausalLM (MixtralForCausalLM for experts) loads the checkpoint as
+    it is and agrees. Returns the number of mismatches (0 or 1)."""
     try:
-        from transformers import LlamaForCausalLM
+        import transformers
     except ImportError:
         print("  transformers check: NOT RUN (transformers is not installed; optional)")
         return 0
-    model = LlamaForCausalLM.from_pretrained(run_dir, torch_dtype=torch.float64)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    arch = config["architectures"][0]
+    if config.get("usp_capacity_factor", 0) > 0:
+        print("  transformers check: NOT RUN (Mixtral routes dropless; this run drops assignments past a capacity)")
+        return 0
+    model = getattr(transformers, arch).from_pretrained(run_dir, torch_dtype=torch.float64)
     with torch.no_grad():
         hf_logits = model(input_ids=inputs).logits.reshape(ref_logits.shape)
     err = relative_error(hf_logits, ref_logits)
     # transformers builds its RoPE tables in fp32, so agreement is ~1e-7, not 1e-16.
     ok = err <= TOLERANCE
-    print(f"  transformers check: LlamaForCausalLM.from_pretrained logits rel.err {err:.2e}  "
+    print(f"  transformers check: {arch}.from_pretrained logits rel.err {err:.2e}  "
           f"{'ok' if ok else 'MISMATCH'}")
     return 0 if ok else 1
 
