@@ -6,8 +6,9 @@
 //   1. route(counts): counts[e] = the rows this rank sends to expert e (its kept assignments,
 //      grouped by expert, e = 0..E-1). Every rank learns what it will receive (collective).
 //   2. to_experts(route, rows, received): rows [Σ counts, C], grouped by expert in expert order
-//      -> received [Σ recv, C], grouped by the SOURCE rank (source 0's rows first), each source's
-//      rows grouped by local expert in order (the model regroups them by expert to compute).
+//      -> received [Σ recv, C], grouped by LOCAL EXPERT (local expert 0's rows first), each
+//      expert's rows in source-rank order (source 0's first) and, from one source, in the order
+//      that source sent them. Each expert's rows are contiguous: the model multiplies them at once.
 //   3. from_experts(route, results, rows): the inverse move: results laid out like `received`
 //      -> rows laid out like `rows` (each row back where it came from).
 // The backward moves gradients with the same two calls in the other roles: the gradient of the
@@ -40,7 +41,8 @@ class ExpertParallel {
   virtual void from_experts(const ExpertRoute& route, const Tensor& results, Tensor& rows) = 0;
 };
 
-// Every expert here: the rows stay where they are.
+// Every expert here: the rows stay where they are (one source, so "grouped by expert" is already
+// the order they come in).
 class SingleDeviceExperts final : public ExpertParallel {
  public:
   std::int64_t size() const override { return 1; }

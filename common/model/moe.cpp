@@ -27,43 +27,11 @@ Tensor as_f32(const Tensor& t) {
   return out;
 }
 
-// The rows at the experts come grouped by source rank, then local expert; the experts compute
-// them grouped by local expert, then source. perm[i] = the source-major row of expert-major row i.
-std::vector<std::int64_t> expert_major_order(const ExpertRoute& r, std::int64_t local) {
-  const auto ep = static_cast<std::int64_t>(r.recv_counts.size());
-  std::vector<std::int64_t> start(r.recv_by_expert.size());  // source-major offset of block (s, j)
-  std::int64_t at = 0;
-  for (std::int64_t s = 0; s < ep; ++s)
-    for (std::int64_t j = 0; j < local; ++j) {
-      start[static_cast<std::size_t>(s * local + j)] = at;
-      at += r.recv_by_expert[static_cast<std::size_t>(s * local + j)];
-    }
-  std::vector<std::int64_t> perm;
-  perm.reserve(static_cast<std::size_t>(at));
-  for (std::int64_t j = 0; j < local; ++j)
-    for (std::int64_t s = 0; s < ep; ++s) {
-      const auto b = static_cast<std::size_t>(s * local + j);
-      for (std::int64_t i = 0; i < r.recv_by_expert[b]; ++i) perm.push_back(start[b] + i);
-    }
-  return perm;
-}
-
 // Rows of each local expert at the experts (expert-major): [E/ep].
 std::vector<std::int64_t> rows_per_local_expert(const ExpertRoute& r, std::int64_t local) {
   std::vector<std::int64_t> n(static_cast<std::size_t>(local), 0);
   for (std::size_t b = 0; b < r.recv_by_expert.size(); ++b) n[b % static_cast<std::size_t>(local)] += r.recv_by_expert[b];
   return n;
-}
-
-// out[perm[i]] = in[i] (to source-major) or out[i] = in[perm[i]] (to expert-major).
-Tensor permute_rows(const Tensor& in, const std::vector<std::int64_t>& perm, bool to_expert_major, MemCategory cat) {
-  Tensor out = Tensor::empty(in.shape(), in.dtype(), cat);
-  for (std::size_t i = 0; i < perm.size(); ++i) {
-    const auto p = perm[i], k = static_cast<std::int64_t>(i);
-    if (to_expert_major) copy_row(in, p, out, k);
-    else copy_row(in, k, out, p);
-  }
-  return out;
 }
 
 }  // namespace
@@ -153,14 +121,13 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   }
   s.route = ep.route(r.kept);
   const std::int64_t R_in = std::accumulate(s.route.recv_counts.begin(), s.route.recv_counts.end(), std::int64_t{0});
-  Tensor received = Tensor::empty({R_in, C}, adt, MemCategory::Temporary);
+  Tensor received = Tensor::empty({R_in, C}, adt, cat);  // the experts' input: kept as s.x
   ep.to_experts(s.route, rows, received);
   rows = Tensor();
 
   // ---- the experts, each on its rows --------------------------------------------------------
-  const std::vector<std::int64_t> perm = expert_major_order(s.route, local);
   const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
-  s.x = permute_rows(received, perm, /*to_expert_major=*/true, cat);
+  s.x = received;  // grouped by local expert
   received = Tensor();
   s.g = Tensor::empty({R_in, F}, adt, cat);
   s.u = Tensor::empty({R_in, F}, adt, cat);
@@ -180,7 +147,7 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
 
   // ---- combine: back to this rank, the weighted sum per token -------------------------------
   s.y = Tensor::empty({R, C}, adt, cat);
-  ep.from_experts(s.route, permute_rows(results, perm, /*to_expert_major=*/false, MemCategory::Temporary), s.y);
+  ep.from_experts(s.route, results, s.y);
   results = Tensor();
   const Tensor y32 = as_f32(s.y);
   Tensor o32 = Tensor::zeros({N, C}, DType::f32, MemCategory::Temporary);
@@ -232,13 +199,10 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
   s.y = Tensor();
 
   // ---- to the experts, their backward, and back ----------------------------------------------
-  const std::vector<std::int64_t> perm = expert_major_order(s.route, local);
   const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
-  Tensor dres_src = tmp({R_in, C});
-  ep.to_experts(s.route, drows, dres_src);
+  Tensor dres = tmp({R_in, C});
+  ep.to_experts(s.route, drows, dres);
   drows = Tensor();
-  const Tensor dres = permute_rows(dres_src, perm, /*to_expert_major=*/true, MemCategory::Temporary);
-  dres_src = Tensor();
   Tensor dx = tmp({R_in, C});
   for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
     const std::int64_t n = n_of[static_cast<std::size_t>(j)];
@@ -253,7 +217,7 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
   }
   s.x = s.g = s.u = s.z = Tensor();
   Tensor dxrows = tmp({R, C});
-  ep.from_experts(s.route, permute_rows(dx, perm, /*to_expert_major=*/false, MemCategory::Temporary), dxrows);
+  ep.from_experts(s.route, dx, dxrows);
   dx = Tensor();
 
   // ---- back to the tokens: dh = Σ over t's kept rows of dX --------------------------------------
