@@ -27,6 +27,17 @@ void add_training_flags(Cli& cli, const TrainingDefaults& d) {
   cli.add_steps(d.steps);
 }
 
+void add_moe_flags(Cli& cli, const MoeDefaults& d) {
+  cli.add_int("experts", d.experts, "experts per layer (a Mixtral-style MLP; 0: the dense MLP)", 0,
+              ModelConfig::kMaxExperts);
+  cli.add_int("top-k", d.top_k, "experts each token goes to", 1, ModelConfig::kMaxExperts);
+  cli.add_float("capacity-factor", 0.0,
+                "each expert takes at most ceil(factor · tokens · k / E) assignments, the rest dropped (> 0; "
+                "default: dropless)");
+  cli.add_flag("dropless", "no capacity: every assignment is computed (the default)");
+  cli.add_float("aux-coef", d.aux_coef, "coefficient of the load-balancing loss E · Σ f_i · P_i", 0.0, 1e3);
+}
+
 void require_cpu_training(const Cli& cli) {
   const std::string& device = cli.get_string("device");
   if (device != "auto" && parse_device(device).is_cuda())
@@ -72,6 +83,22 @@ TrainingConfig training_config_from(const Cli& cli) {
   override_dim("kv-heads", s.model.kv_heads);
   override_dim("ffn", s.model.ffn);
   if (cli.get_flag("tied")) s.model.tied_embeddings = true;
+  if (cli.declared("experts")) {
+    s.model.experts = cli.get_int("experts");
+    s.model.experts_per_token = cli.get_int("top-k");
+    s.model.router_aux_loss_coef = cli.get_float("aux-coef");
+    if (cli.given("capacity-factor")) {
+      if (cli.get_flag("dropless")) throw UsageError("--capacity-factor and --dropless contradict each other: give one");
+      if (!(cli.get_float("capacity-factor") > 0))
+        throw UsageError("--capacity-factor must be > 0 (each expert's share of the assignments it may take; "
+                         "--dropless for no capacity), got " + std::to_string(cli.get_float("capacity-factor")));
+      s.model.capacity_factor = cli.get_float("capacity-factor");
+    }
+    if (s.model.experts > 0) s.model.name = s.model.name + "-moe";
+    if (s.model.experts > 0 && s.model.experts_per_token > s.model.experts)
+      throw UsageError("--top-k " + std::to_string(s.model.experts_per_token) + " exceeds the " +
+                       std::to_string(s.model.experts) + " experts (--experts)");
+  }
   s.model.validate();
   s.seq = cli.get_int("seq");
   s.mbs = cli.get_int("mbs");

@@ -47,9 +47,19 @@ struct TrainingDefaults {
 };
 
 void add_training_flags(Cli& cli, const TrainingDefaults& defaults = {});
+// The mixture-of-experts flags, for the chapters that train one (training_config_from reads them
+// when declared): --experts E (0: the dense MLP), --top-k, --capacity-factor (> 0; leave it out,
+// or --dropless, for no capacity), --aux-coef (the load-balancing loss's coefficient).
+struct MoeDefaults {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 2;
+  double aux_coef = 0.01;
+};
+void add_moe_flags(Cli& cli, const MoeDefaults& defaults = {});
 // Reads the flags back (after parse); UsageError for inconsistent shapes (e.g. heads not
-// dividing hidden, seq above the model's max_seq), and for a --device or --backend the training
-// chapters cannot honour (see require_cpu_training).
+// dividing hidden, seq above the model's max_seq, top-k above the experts, a capacity factor
+// <= 0), and for a --device or --backend the training chapters cannot honour (see
+// require_cpu_training).
 TrainingConfig training_config_from(const Cli& cli);
 
 // The training chapters run the model on CPU ranks (its CUDA path is not implemented yet), so a

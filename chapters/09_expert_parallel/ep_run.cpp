@@ -1,0 +1,102 @@
+#include "chapters/09_expert_parallel/ep_run.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "common/train/training_summary.hpp"
+
+namespace usp::ch09 {
+
+std::string EpVariant::label() const { return layout.label() + ", aux loss " + (aux ? "on" : "off"); }
+std::string EpVariant::name() const { return "ep" + std::to_string(layout.ep) + (aux ? "_aux" : "_noaux"); }
+
+double EpResult::median_step_seconds() const {
+  std::vector<double> s = step_seconds;
+  std::sort(s.begin(), s.end());
+  return s.empty() ? 0 : s[s.size() / 2];
+}
+
+double EpResult::imbalance(std::size_t step, std::int64_t experts) const {
+  const std::vector<std::int64_t>& k = kept[step];
+  const std::size_t layers = k.size() / static_cast<std::size_t>(experts);
+  double sum = 0;
+  for (std::size_t l = 0; l < layers; ++l) {
+    const auto begin = k.begin() + static_cast<std::ptrdiff_t>(l * static_cast<std::size_t>(experts));
+    const auto end = begin + experts;
+    const double total = static_cast<double>(std::accumulate(begin, end, std::int64_t{0}));
+    sum += total > 0 ? static_cast<double>(*std::max_element(begin, end)) * static_cast<double>(experts) / total : 1.0;
+  }
+  return sum / static_cast<double>(layers);
+}
+
+double EpResult::late_imbalance(std::int64_t experts, std::size_t steps) const {
+  const std::size_t n = std::min(steps, kept.size());
+  double sum = 0;
+  for (std::size_t s = kept.size() - n; s < kept.size(); ++s) sum += imbalance(s, experts);
+  return sum / static_cast<double>(n);
+}
+
+int EpResult::first_divergence(const EpResult& other, double rel) const {
+  for (std::size_t s = 0; s < losses.size() && s < other.losses.size(); ++s)
+    if (std::fabs(losses[s] - other.losses[s]) > rel * other.losses[s]) return static_cast<int>(s);
+  return -1;
+}
+
+EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConfig cfg, const Dataset& data,
+                        const EpVariant& variant) {
+  if (!variant.aux) cfg.model.router_aux_loss_coef = 0;
+  MemoryTracker& tracker = MemoryTracker::instance();
+  tracker.reset_peak();
+  EpResult r;
+  r.variant = variant;
+  EpTrainer trainer(world, cfg, variant.layout);
+  const std::int64_t E = cfg.model.experts;
+  std::uint64_t a2a = 0;
+  for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double loss =
+        trainer.step(rank_micro_batches(data, step, trainer.dp().rank(), variant.micro_batches, cfg.mbs, cfg.seq));
+    r.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    // Every rank's loss, aux loss and routing, summed on every rank (bit for bit as sent).
+    std::vector<std::int64_t> mine = {std::bit_cast<std::int64_t>(loss), std::bit_cast<std::int64_t>(trainer.aux_loss())};
+    std::int64_t dropped = 0;
+    for (const MoeRouting& m : trainer.routing()) {
+      mine.insert(mine.end(), m.routed.begin(), m.routed.end());
+      dropped += m.dropped;
+    }
+    for (const MoeRouting& m : trainer.routing()) mine.insert(mine.end(), m.kept.begin(), m.kept.end());
+    mine.push_back(dropped);
+    const auto all = gather_int64(metrics, mine);
+    const std::size_t n = trainer.routing().size() * static_cast<std::size_t>(E);
+    double loss_sum = 0, aux_sum = 0;
+    std::vector<std::int64_t> routed(n, 0), kept(n, 0);
+    std::int64_t drops = 0;
+    for (const auto& v : all) {
+      loss_sum += std::bit_cast<double>(v[0]);
+      aux_sum += std::bit_cast<double>(v[1]);
+      for (std::size_t i = 0; i < n; ++i) routed[i] += v[2 + i], kept[i] += v[2 + n + i];
+      drops += v[2 + 2 * n];
+    }
+    r.losses.push_back(loss_sum / static_cast<double>(all.size()));
+    r.aux.push_back(aux_sum / static_cast<double>(all.size()));
+    r.routed.push_back(routed);
+    r.kept.push_back(kept);
+    r.dropped.push_back(drops);
+  }
+  a2a = trainer.ep().stats().sent(CommOp::all_to_allv) + trainer.ep().stats().sent(CommOp::all_to_all);
+  auto column = [&](std::int64_t v) {
+    std::vector<std::int64_t> out;
+    for (const auto& x : gather_int64(metrics, {v})) out.push_back(x[0]);
+    return out;
+  };
+  r.a2a_bytes = column(static_cast<std::int64_t>(a2a) / cfg.steps);
+  r.params_held = column(trainer.params().numel());
+  r.peak_total = column(tracker.peak_total());
+  r.final_params = trainer.params().flat().to_floats();
+  return r;
+}
+
+}  // namespace usp::ch09

@@ -1,0 +1,198 @@
+// Chapter 09: expert parallelism. The exchange (exercises 09.1 and 09.2): every row reaches the
+// rank of its expert, grouped by local expert, and comes back to its place bit for bit; the counts
+// every rank learns are the transpose of what the others sent. Training a MoE with its experts
+// spread over ep ranks (ep = W; dp = W with ep 1; dp 4 with ep 2 on 4 ranks), dropless and with a
+// capacity: the same losses, first gradient and parameters as the single-rank MoE, the same
+// tokens per expert and drops as its router decides, and the all-to-all bytes exactly the rows
+// that left each rank. [mpi]: 1, 2 and 4 ranks.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "chapters/09_expert_parallel/all_to_all_experts.hpp"
+#include "chapters/09_expert_parallel/ep_trainer.hpp"
+#include "common/rng.hpp"
+#include "common/train/training_summary.hpp"
+#include "tests/support/baseline_run.hpp"
+#include "tests/support/elementwise_check.hpp"
+#include "tests/support/small_model.hpp"
+#include "tests/support/test_world.hpp"
+
+using namespace usp;
+using namespace usp::ch09;
+using usp::testing::elementwise_mismatch;
+using usp::testing::max_abs;
+using usp::testing::Tolerance;
+using usp::testing::world;
+
+namespace {
+
+// 8 experts (4 ranks hold 2 each), top-2, sizes that are not powers of two.
+TrainingConfig ep_training(double capacity_factor) {
+  TrainingConfig cfg;
+  cfg.model = testing::small_model(
+      {.name = "ep-test", .vocab = 256, .hidden = 24, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 20});
+  cfg.model.experts = 8;
+  cfg.model.experts_per_token = 2;
+  cfg.model.capacity_factor = capacity_factor;
+  cfg.model.router_aux_loss_coef = 0.01;
+  cfg.model.validate();
+  cfg.seq = 12;
+  cfg.mbs = 2;
+  cfg.steps = 3;
+  return cfg;
+}
+
+// The values of this store's parameters, taken from a flat vector in the single-device layout.
+std::vector<float> as_held(const std::vector<float>& full_flat, const ModelConfig& model, const ParamStore& held) {
+  const std::vector<ParamInfo> full = llama_param_layout(model);
+  std::map<std::string, std::int64_t> offset;
+  for (const ParamInfo& p : full) offset[p.name] = p.offset;
+  std::vector<float> out;
+  for (const ParamInfo& p : held.infos()) {
+    const auto begin = full_flat.begin() + offset.at(p.name);
+    out.insert(out.end(), begin, begin + p.numel);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("dispatch then combine: every row at its expert, grouped by expert, and back bit for bit", "[ch09][mpi]") {
+  Communicator& w = world();
+  const int W = w.size();
+  for (DType dt : {DType::f32, DType::bf16}) {
+    const std::int64_t E = 4 * W, C = 5, L = E / W;
+    INFO(dtype_name(dt) << ", rank " << w.rank());
+    AllToAllExperts ex(w, E);
+    // Rank r sends (r + e) % 3 rows to expert e (some zero); row values name (rank, expert, i).
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(E));
+    for (std::int64_t e = 0; e < E; ++e) counts[static_cast<std::size_t>(e)] = (w.rank() + e) % 3;
+    std::int64_t R = 0;
+    for (auto n : counts) R += n;
+    auto value = [](std::int64_t r, std::int64_t e, std::int64_t i, std::int64_t c) {
+      return static_cast<float>(r * 1000 + e * 10 + i) + 0.25f * static_cast<float>(c);  // exact in bf16 up to 256
+    };
+    std::vector<float> v;
+    for (std::int64_t e = 0; e < E; ++e)
+      for (std::int64_t i = 0; i < counts[static_cast<std::size_t>(e)]; ++i)
+        for (std::int64_t c = 0; c < C; ++c) v.push_back(dt == DType::f32 ? value(w.rank(), e, i, c) : static_cast<float>((e * 8 + i) % 64) + 0.25f * c);
+    Tensor rows32 = Tensor::from_floats(v, {R, C});
+    Tensor rows = Tensor::empty({R, C}, dt);
+    convert_from_float(rows32.data<float>(), dt, rows.raw(), static_cast<std::size_t>(R * C));
+
+    const ExpertRoute route = ex.route(counts);
+    // What this rank receives from s for its local expert j is what s sends: (s + e) % 3, e = rank·L + j.
+    for (int s = 0; s < W; ++s)
+      for (std::int64_t j = 0; j < L; ++j)
+        CHECK(route.recv_by_expert[static_cast<std::size_t>(s * L + j)] == (s + w.rank() * L + j) % 3);
+    std::int64_t R_in = 0;
+    for (auto n : route.recv_counts) R_in += n;
+    Tensor received = Tensor::empty({R_in, C}, dt);
+    ex.to_experts(route, rows, received);
+    if (dt == DType::f32) {
+      // Grouped by local expert, then source, then the source's order: the exact values expected.
+      std::vector<float> want;
+      for (std::int64_t j = 0; j < L; ++j)
+        for (int s = 0; s < W; ++s)
+          for (std::int64_t i = 0; i < (s + w.rank() * L + j) % 3; ++i)
+            for (std::int64_t c = 0; c < C; ++c) want.push_back(value(s, w.rank() * L + j, i, c));
+      CHECK(elementwise_mismatch(received.to_floats(), want, Tolerance::exact(), w.rank()) == "");
+    }
+    Tensor back = Tensor::empty({R, C}, dt);
+    ex.from_experts(route, received, back);
+    CHECK(elementwise_mismatch(back.to_floats(), rows.to_floats(), Tolerance::exact(), w.rank()) == "");
+  }
+}
+
+TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters, routing, bytes", "[ch09][mpi]") {
+  Communicator& w = world();
+  const int W = w.size();
+  auto metrics = w.split(0, w.rank());
+  std::vector<EpLayout> layouts = {{W, W}, {W, 1}};
+  if (W == 4) layouts.push_back({4, 2});
+  for (double cf : {0.0, 1.0}) {
+    const TrainingConfig cfg = ep_training(cf);
+    const auto data = make_dataset("synthetic", cfg.seed);
+    for (const EpLayout& layout : layouts) {
+      if (W == 1 && layout.ep == 1 && &layout != &layouts.front()) continue;  // the same layout twice
+      const std::int64_t k = 2;  // micro-batches per rank and step
+      INFO(layout.label() << (cf > 0 ? ", capacity factor 1" : ", dropless") << ", rank " << w.rank());
+      const testing::Run base = testing::baseline(cfg, *data, layout.dp * k);
+      EpTrainer trainer(w, cfg, layout);
+      std::vector<double> losses;
+      std::vector<float> grad0;
+      for (std::int64_t step = 0; step < cfg.steps; ++step) {
+        trainer.ep().reset_stats();
+        const std::vector<Batch> mine = rank_micro_batches(*data, step, trainer.dp().rank(), k, cfg.mbs, cfg.seq);
+        losses.push_back(testing::mean_over_ranks(*metrics, trainer.step(mine)));
+        if (step == 0) grad0 = trainer.params().flat_grad().to_floats();
+        if (step != 0) continue;
+        // The routing the trainer saw is what one device's router decides on the same tokens.
+        ParamStore one(cfg.model);
+        one.init(cfg.seed);
+        Model single(one, cfg.model_options());
+        std::vector<std::int64_t> routed, kept, dropped;
+        for (const Batch& b : mine) {
+          single.evaluate(b.inputs, b.targets);
+          for (std::size_t l = 0; l < single.routing().size(); ++l) {
+            const MoeRouting& r = single.routing()[l];
+            routed.resize(single.routing().size() * r.routed.size(), 0);
+            kept.resize(routed.size(), 0);
+            dropped.resize(single.routing().size(), 0);
+            for (std::size_t e = 0; e < r.routed.size(); ++e) {
+              routed[l * r.routed.size() + e] += r.routed[e];
+              kept[l * r.routed.size() + e] += r.kept[e];
+            }
+            dropped[l] += r.dropped;
+          }
+        }
+        std::vector<std::int64_t> got_routed, got_kept, got_dropped;
+        for (const MoeRouting& r : trainer.routing()) {
+          got_routed.insert(got_routed.end(), r.routed.begin(), r.routed.end());
+          got_kept.insert(got_kept.end(), r.kept.begin(), r.kept.end());
+          got_dropped.push_back(r.dropped);
+        }
+        CHECK(got_routed == routed);
+        CHECK(got_kept == kept);
+        CHECK(got_dropped == dropped);
+        if (cf > 0) CHECK(std::accumulate(dropped.begin(), dropped.end(), std::int64_t{0}) > 0);
+        // Bytes: each layer and micro-batch moves the rows to the experts and back, forward and
+        // backward (four all-to-all-v of [rows, C] f32); this rank puts on the wire the rows it
+        // sends to other ranks' experts and the results of other ranks' rows it computed.
+        const std::int64_t E = cfg.model.experts, L = E / layout.ep, me = trainer.ep().rank();
+        const auto all_kept = gather_int64(trainer.ep(), got_kept);
+        std::int64_t out = 0, in = 0;
+        for (std::size_t s = 0; s < all_kept.size(); ++s)
+          for (std::int64_t l = 0; l < cfg.model.layers; ++l)
+            for (std::int64_t e = 0; e < E; ++e) {
+              const std::int64_t n = all_kept[s][static_cast<std::size_t>(l * E + e)];
+              const bool mine_expert = e / L == me;
+              if (static_cast<std::int64_t>(s) == me && !mine_expert) out += n;
+              if (static_cast<std::int64_t>(s) != me && mine_expert) in += n;
+            }
+        const std::uint64_t expected = static_cast<std::uint64_t>(2 * (out + in) * cfg.model.hidden * 4);
+        CHECK(trainer.ep().stats().sent(CommOp::all_to_allv) == expected);
+      }
+      const std::vector<float> params = trainer.params().flat().to_floats();
+      const std::vector<float> want_grad = as_held(base.grad0, cfg.model, trainer.params());
+      const double gmax = max_abs(want_grad);
+      REQUIRE(gmax > 0);
+      // Every expert's rows are the same rows as on one device (each computed by one GEMM over
+      // its rows, now in source order), the dense gradients an average over the dp ranks: fp32
+      // reassociation, a few ulps (6e-8) of the largest terms; 2e-6 of the largest element.
+      // A row at the wrong expert, a result combined into the wrong token or an expert gradient
+      // averaged over the wrong group is an O(1) relative error.
+      CHECK(elementwise_mismatch(grad0, want_grad, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
+      for (std::size_t s = 0; s < losses.size(); ++s)
+        CHECK(std::fabs(losses[s] - base.losses[s]) <= 1e-6 * base.losses[s]);
+      // After 3 AdamW steps: the rounding above through Adam's normalised update (≤ lr per
+      // element and step; a gradient within rounding of zero has an arbitrary sign): lr/30.
+      CHECK(elementwise_mismatch(params, as_held(base.params, cfg.model, trainer.params()),
+                                 Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+    }
+  }
+}
