@@ -108,6 +108,46 @@ TEST_CASE("dispatch then combine: every row at its expert, grouped by expert, an
   }
 }
 
+TEST_CASE("combine alone: results grouped by local expert go back to the rows they came from", "[ch09][mpi]") {
+  // The route and the experts' layout written out by hand (no dispatch): rank s sends
+  // (s + e) % 3 rows to expert e; the results are the received rows themselves (identity experts),
+  // so the return trip must give every rank its own rows back, in place.
+  Communicator& w = world();
+  const int W = w.size();
+  const std::int64_t E = 4 * W, C = 3, L = E / W, me = w.rank();
+  INFO("rank " << me);
+  AllToAllExperts ex(w, E);
+  auto value = [](std::int64_t r, std::int64_t e, std::int64_t i, std::int64_t c) {
+    return static_cast<float>(r * 1000 + e * 10 + i) + 0.25f * static_cast<float>(c);
+  };
+  ExpertRoute route;
+  route.send_counts.assign(static_cast<std::size_t>(W), 0);
+  route.recv_counts.assign(static_cast<std::size_t>(W), 0);
+  route.recv_by_expert.assign(static_cast<std::size_t>(E), 0);
+  std::vector<float> mine;
+  for (std::int64_t e = 0; e < E; ++e) {
+    const std::int64_t n = (me + e) % 3;
+    route.send_counts[static_cast<std::size_t>(e / L)] += n;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t c = 0; c < C; ++c) mine.push_back(value(me, e, i, c));
+  }
+  for (int s = 0; s < W; ++s)
+    for (std::int64_t j = 0; j < L; ++j) {
+      const std::int64_t n = (s + me * L + j) % 3;
+      route.recv_by_expert[static_cast<std::size_t>(s * L + j)] = n;
+      route.recv_counts[static_cast<std::size_t>(s)] += n;
+    }
+  std::vector<float> results;  // grouped by local expert, then source, then the source's order
+  for (std::int64_t j = 0; j < L; ++j)
+    for (int s = 0; s < W; ++s)
+      for (std::int64_t i = 0; i < (s + me * L + j) % 3; ++i)
+        for (std::int64_t c = 0; c < C; ++c) results.push_back(value(s, me * L + j, i, c));
+  const std::int64_t R = static_cast<std::int64_t>(mine.size()) / C, R_in = static_cast<std::int64_t>(results.size()) / C;
+  Tensor back = Tensor::empty({R, C});
+  ex.from_experts(route, Tensor::from_floats(results, {R_in, C}), back);
+  CHECK(elementwise_mismatch(back.to_floats(), mine, Tolerance::exact(), w.rank()) == "");
+}
+
 TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters, routing, bytes", "[ch09][mpi]") {
   Communicator& w = world();
   const int W = w.size();
