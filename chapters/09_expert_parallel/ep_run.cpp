@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "chapters/09_expert_parallel/ep_checkpoint.hpp"
 #include "common/train/training_summary.hpp"
 
 namespace usp::ch09 {
@@ -46,7 +47,7 @@ int EpResult::first_divergence(const EpResult& other, double rel) const {
 }
 
 EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConfig cfg, const Dataset& data,
-                        const EpVariant& variant) {
+                        const EpVariant& variant, const std::string& save_dir) {
   if (!variant.aux) cfg.model.router_aux_loss_coef = 0;
   MemoryTracker& tracker = MemoryTracker::instance();
   tracker.reset_peak();
@@ -96,6 +97,7 @@ EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConf
   r.params_held = column(trainer.params().numel());
   r.peak_total = column(tracker.peak_total());
   r.final_params = trainer.params().flat().to_floats();
+  if (!save_dir.empty()) save_ep_checkpoint(world, trainer, save_dir);
   return r;
 }
 

@@ -45,8 +45,9 @@ struct EpResult {
 };
 
 // Collective over world (metrics: a communicator of the same ranks for everything that is not
-// the variant's own traffic).
+// the variant's own traffic). save_dir not empty: the trained model is saved there as one
+// checkpoint (ep_checkpoint.hpp).
 EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConfig cfg, const Dataset& data,
-                        const EpVariant& variant);
+                        const EpVariant& variant, const std::string& save_dir = "");
 
 }  // namespace usp::ch09

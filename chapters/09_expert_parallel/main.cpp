@@ -14,6 +14,7 @@
 //
 //   mpirun -np 4 build/bin/ch09_expert_parallel [--ep 1,4] [--experts 8 --top-k 2]
 //                                                [--capacity-factor 1.25 | --dropless] [--aux both]
+//                                                [--save DIR]   (then: usp_eval --checkpoint DIR --text FILE)
 //   ./usp run 09
 #include <iostream>
 #include <sstream>
@@ -94,6 +95,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_choice("aux", "both", {"both", "on", "off"},
                  "the load-balancing loss: on, off, or both (the largest ep also runs without it)");
   cli.add_int("grad-acc", 1, "micro-batches per rank per optimizer step", 1, 1024);
+  cli.add_string("save", "", "save the first variant's trained model here: one Mixtral checkpoint (usp_eval loads it)");
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& cfg = setup.in.config;
@@ -115,7 +117,11 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::vector<EpResult> results;
   for (const EpVariant& v : setup.variants) {
     const std::string missing = rt.skip_if_not_implemented(
-        [&] { results.push_back(run_ep_variant(rt.world(), *metrics, cfg, *setup.in.data, v)); });
+        [&] {
+          const std::string save = &v == &setup.variants.front() ? cli.get_string("save") : std::string();
+          results.push_back(run_ep_variant(rt.world(), *metrics, cfg, *setup.in.data, v, save));
+          if (!save.empty() && rt.is_root()) std::cout << "saved the model trained by " << v.label() << " to " << save << "\n";
+        });
     if (!missing.empty()) {
       if (rt.is_root())
         std::cout << "\nthe variants: skipped until exercises 09.1 and 09.2 are written (" << missing << ")\n";
