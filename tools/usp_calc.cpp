@@ -56,7 +56,8 @@ Cli make_cli() {
   cli.add_flag("sp", "sequence parallelism with TP");
   cli.add_int("cp", 1, "context-parallel degree c", 1);
   cli.add_int("pp", 1, "pipeline-parallel degree p (reported: the first stage, 1F1B)", 1);
-  cli.add_int("ep", 1, "expert-parallel degree (dense models: 1)", 1);
+  cli.add_int("ep", 1, "expert-parallel degree: a mixture of experts' experts spread over ep of the dp·cp ranks "
+              "(dense models: 1)", 1);
   cli.add_flag("json", "print one JSON object instead of the table");
   cli.add_string("sweep", "", "write a figure's sweep as CSV instead: memory_vs_seq | recompute | zero | tp | cp");
   cli.add_string("csv", "", "with --sweep: the CSV file to write (default: standard output)");
@@ -144,6 +145,11 @@ void print_json(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEst
   if (s.pp > 1) j.field("pp_layer_split", pp_split(s));
   j.field("num_parameters", c.num_parameters());
   j.field("num_parameters_playbook_formula", playbook_num_parameters(c));
+  if (c.is_moe()) {
+    j.field("experts", c.experts).field("experts_per_token", c.experts_per_token);
+    j.field("active_parameters", c.active_parameters());
+    j.field("expert_parameters_per_rank", expert_parameters_per_rank(s));
+  }
   j.field("parameters_per_rank", parameters_per_rank(s));
   j.field("parameters_bytes", m.parameters).field("gradients_bytes", m.gradients);
   j.field("optimizer_bytes", m.optimizer).field("master_weights_bytes", m.master_weights);
@@ -177,7 +183,16 @@ void print_table(const TrainingSetup& s, const MemoryBreakdown& m, const FlopsEs
               static_cast<long long>(s.cp), static_cast<long long>(s.pp), static_cast<long long>(s.ep));
   std::printf("parameters  N = %lld (exact for this architecture); playbook formula h·v + L·(12h² + 13h) + 2h = %lld\n",
               static_cast<long long>(c.num_parameters()), static_cast<long long>(playbook_num_parameters(c)));
-  std::printf("            on this rank (after TP/PP, before ZeRO): %lld\n", static_cast<long long>(parameters_per_rank(s)));
+  if (c.is_moe())
+    std::printf("experts     %lld per layer, top-%lld: %lld parameters active per token (%.1f%% of N)\n",
+                static_cast<long long>(c.experts), static_cast<long long>(c.experts_per_token),
+                static_cast<long long>(c.active_parameters()),
+                100.0 * static_cast<double>(c.active_parameters()) / static_cast<double>(c.num_parameters()));
+  std::printf("            on this rank (after TP/PP/EP, before ZeRO): %lld\n", static_cast<long long>(parameters_per_rank(s)));
+  if (c.is_moe())
+    std::printf("            of which experts: %lld (%lld of %lld per layer; ZeRO shards them over dp·cp/ep = %lld)\n",
+                static_cast<long long>(expert_parameters_per_rank(s)), static_cast<long long>(c.experts / s.ep),
+                static_cast<long long>(c.experts), static_cast<long long>(s.dp * s.cp / s.ep));
   if (s.pp > 1)
     std::printf("pipeline    %s; the numbers are for the first stage (%lld layers)\n", pp_split(s).c_str(),
                 static_cast<long long>(layers_on_first_stage(s)));

@@ -10,7 +10,8 @@ FlopsEstimate flops_per_step(const TrainingSetup& setup) {
   FlopsEstimate f;
   f.tokens = (Count(setup.mbs) * setup.seq * setup.dp).value();
   const double tokens = static_cast<double>(f.tokens);
-  const double n = static_cast<double>(c.num_parameters());
+  // The parameters a token meets: with experts, its k experts' (and the router), not all E.
+  const double n = static_cast<double>(c.active_parameters());
   // L·h·s: per token, one layer's q·kᵀ (or probs·v) costs 2·h·s FLOPs forward.
   const double lhs = static_cast<double>(c.layers) * static_cast<double>(c.hidden) * static_cast<double>(setup.seq);
   f.model = (6 * n + 12 * lhs) * tokens;

@@ -5,7 +5,8 @@
 //   backward       twice the forward
 //   model (MFU)    6N + 12·L·h·s
 // N counts every parameter, embedding included (the 6N rule as the playbook uses it; the
-// embedding lookup itself costs no FLOPs). Recomputation adds forward work that MFU does not
+// embedding lookup itself costs no FLOPs); for a mixture of experts, the parameters one token
+// meets (ModelConfig::active_parameters: k of the E experts per layer). Recomputation adds forward work that MFU does not
 // count and HFU does:
 //   full       one more forward of the layers: 2N + 4·L·h·s per token (the playbook's rule)
 //   selective  the attention scores q·kᵀ again: 2·L·h·s per token

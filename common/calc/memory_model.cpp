@@ -21,14 +21,35 @@ std::int64_t playbook_num_parameters(const ModelConfig& cfg) {
   return (h * v + L * (12 * h * h + 13 * h) + 2 * h).value();
 }
 
+namespace {
+
+// One layer's MLP on this rank: 3·h·f split t ways (dense), or E/ep experts of it plus the router.
+Count mlp_per_rank(const TrainingSetup& setup, bool experts_only) {
+  const ModelConfig& c = setup.model;
+  const Count expert = Count(3) * c.hidden * c.ffn / setup.tp;
+  if (!c.is_moe()) return experts_only ? Count(0) : expert;
+  const Count held = expert * (c.experts / setup.ep);
+  return experts_only ? held : held + Count(c.experts) * c.hidden;
+}
+
+std::int64_t layers_on_rank(const TrainingSetup& setup) {
+  return setup.pp == 1 ? setup.model.layers : layers_on_first_stage(setup);
+}
+
+}  // namespace
+
+std::int64_t expert_parameters_per_rank(const TrainingSetup& setup) {
+  return (Count(layers_on_rank(setup)) * mlp_per_rank(setup, /*experts_only=*/true)).value();
+}
+
 std::int64_t parameters_per_rank(const TrainingSetup& setup) {
   const ModelConfig& c = setup.model;
   const Count t = setup.tp, h = c.hidden, d = c.head_dim();
   // kv heads per TP rank: split when t divides them, else one replicated head per rank.
   const Count kv_per_rank = c.kv_heads % setup.tp == 0 ? c.kv_heads / setup.tp : 1;
-  // one layer: q and o (h × a·d each) and the MLP (3·h·f) split t ways, k and v per rank,
-  // the two RMSNorm weights (h each) replicated.
-  const Count layer = 2 * h * c.heads * d / t + 2 * h * kv_per_rank * d + 3 * h * c.ffn / t + 2 * h;
+  // one layer: q and o (h × a·d each) and the MLP (3·h·f, or this rank's experts and the
+  // router) split t ways, k and v per rank, the two RMSNorm weights (h each) replicated.
+  const Count layer = 2 * h * c.heads * d / t + 2 * h * kv_per_rank * d + mlp_per_rank(setup, false) + 2 * h;
   const Count vocab_rows = Count(div_round_up(c.vocab, setup.tp)) * h;  // vocab-parallel embedding / head
   if (setup.pp == 1) return (vocab_rows + c.layers * layer + h + (c.tied_embeddings ? 0 : vocab_rows)).value();
   return (vocab_rows + layers_on_first_stage(setup) * layer).value();  // the first stage: embedding + layers
@@ -61,8 +82,11 @@ std::int64_t microbatches_in_flight(const TrainingSetup& setup) { return setup.p
 MemoryBreakdown memory_per_rank(const TrainingSetup& setup) {
   setup.validate();
   const StateBytes per = state_bytes_per_parameter(setup.precision, setup.fp32_grad_accum);
-  const std::int64_t n = parameters_per_rank(setup);
-  const std::int64_t shard = zero_shard(n, setup.dp);
+  // The dense states shard over dp, the experts' over their data-parallel group (dp·cp/ep).
+  const std::int64_t experts = expert_parameters_per_rank(setup);
+  const std::int64_t dense = parameters_per_rank(setup) - experts;
+  const std::int64_t shard = zero_shard(dense, setup.dp) + zero_shard(experts, setup.dp * setup.cp / setup.ep);
+  const std::int64_t n = dense + experts;
   MemoryBreakdown m;
   m.parameters = checked_mul(per.parameters, setup.zero >= 3 ? shard : n);
   m.gradients = checked_mul(per.gradients, setup.zero >= 2 ? shard : n);
@@ -80,6 +104,9 @@ std::int64_t course_layer_activation_bytes(const ModelConfig& cfg, std::int64_t 
   if (act_bytes != 2 && act_bytes != 4)
     throw UsageError("course_layer_activation_bytes: act_bytes must be 2 (bf16) or 4 (fp32)");
   if (tp < 1) throw UsageError("course_layer_activation_bytes: tp must be >= 1, got " + std::to_string(tp));
+  if (cfg.is_moe())
+    throw UsageError("course_layer_activation_bytes counts the dense layer; a mixture of experts keeps what its "
+                     "routing decides (the tracker measures it)");
   const auto str = [](std::int64_t v) { return std::to_string(v); };
   if (cfg.heads % tp != 0 || cfg.kv_heads % tp != 0 || cfg.ffn % tp != 0)
     throw UsageError("course_layer_activation_bytes: tp " + str(tp) + " must divide the heads (" + str(cfg.heads) +

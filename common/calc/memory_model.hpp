@@ -32,6 +32,12 @@
 //   assumes the GPT layer the playbook counts (MHA, 4h MLP, dropout masks), so it is an
 //   estimate for a Llama layer; course_layer_activation_bytes is the exact count for this
 //   course's decoder layer (with chapter 06's TP / SP split).
+// Mixture of experts (E experts of ffn f, top-k): a layer's MLP is E·3·h·f expert weights plus
+//   the router E·h; ep spreads the experts (each rank holds E/ep of them, TP splits each expert
+//   t ways as it splits a dense MLP), the router and everything else is whole. ZeRO shards the
+//   dense states over dp and the experts' over their own data-parallel group, dp·cp/ep ranks.
+//   Activations: the playbook's dense-layer formula (the MLP counted once, as a 4h MLP), an
+//   estimate that ignores that each token's rows go to k experts of ffn f.
 // Activations are never sharded by ZeRO.
 #pragma once
 #include <cstdint>
@@ -63,9 +69,11 @@ StateBytes state_bytes_per_parameter(Precision precision, bool fp32_grad_accum);
 // no position table, MHA, 4h MLP). For comparison only.
 std::int64_t playbook_num_parameters(const ModelConfig& cfg);
 
-// Parameters held by one rank after TP and PP (the first stage), before ZeRO sharding.
-// Equals cfg.num_parameters() when tp = pp = 1.
+// Parameters held by one rank after TP, PP (the first stage) and EP, before ZeRO sharding.
+// Equals cfg.num_parameters() when tp = pp = ep = 1.
 std::int64_t parameters_per_rank(const TrainingSetup& setup);
+// The experts' part of it (0 for a dense model).
+std::int64_t expert_parameters_per_rank(const TrainingSetup& setup);
 
 // Elements of one ZeRO shard of n elements over dp ranks: ceil(n / dp).
 std::int64_t zero_shard(std::int64_t n, std::int64_t dp);
@@ -97,7 +105,7 @@ MemoryBreakdown memory_per_rank(const TrainingSetup& setup);
 // So, with rows = N (TP) or N/t (SP) and e = act_bytes:
 //   e·(4·C·rows + N·(2·H·D + 2·G·D + 3·F)/t) + 8·rows  [+ e·N·(H/t)·s with none];  full: e·C·rows.
 // UsageError unless t divides H, G and F (this course's model does not replicate kv heads) and,
-// with sp, N. t = 1 (with or without sp) is the single-device count.
+// with sp, N; and for a mixture of experts (what its layers keep depends on the routing). t = 1 (with or without sp) is the single-device count.
 // The calculator's own count; chapter 01's exercise asks the student for the same quantity and
 // its tests compare the student's answer with the tracker's measurement, not with this.
 std::int64_t course_layer_activation_bytes(const ModelConfig& cfg, std::int64_t seq, std::int64_t mbs,

@@ -26,10 +26,14 @@ void TrainingSetup::validate() const {
   positive(ep, "--ep");
   const auto str = [](std::int64_t v) { return std::to_string(v); };
   if (zero < 0 || zero > 3) throw UsageError("--zero must be 0, 1, 2 or 3, got " + str(zero));
-  if (ep != 1)
-    throw UsageError("--ep " + str(ep) +
-                     ": expert parallelism is not modelled until chapter 09 (the built-in models are "
-                     "dense); use --ep 1");
+  if (ep != 1 && !model.is_moe())
+    throw UsageError("--ep " + str(ep) + ": expert parallelism needs a mixture of experts (" + model.name +
+                     " is dense; e.g. --model mixtral-8x7b)");
+  if (model.is_moe() && model.experts % ep != 0)
+    throw UsageError("--ep " + str(ep) + " must divide the number of experts (" + str(model.experts) + ")");
+  if ((dp * cp) % ep != 0)
+    throw UsageError("--ep " + str(ep) + " must divide dp·cp = " + str(dp * cp) +
+                     " (the experts are spread over ranks that are data-parallel for the rest)");
   if (model.heads % tp != 0)
     throw UsageError("--tp " + str(tp) + " must divide the number of heads (" + str(model.heads) + ")");
   if (model.kv_heads % tp != 0 && tp % model.kv_heads != 0)

@@ -5,7 +5,7 @@
 //   s seq (tokens per sequence), b mbs (micro-batch size), dp N_d with ZeRO stage 0..3,
 //   tp t (Megatron tensor parallelism, optionally with sequence parallelism sp),
 //   cp c (context parallelism: the sequence split over c ranks), pp p (pipeline stages),
-//   ep (expert parallelism: the built-in models are dense, so only 1 until chapter 09).
+//   ep (expert parallelism: a mixture of experts' experts spread over ep of the dp·cp ranks).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -42,7 +42,8 @@ struct TrainingSetup : ParallelLayout {
 
   // Throws UsageError naming the first impossible choice: sizes < 1, ZeRO stage outside 0..3,
   // tp not dividing the heads / ffn or not compatible with the kv heads, seq not divisible by
-  // cp (or by tp under sp), pp > layers, --fp32-grad-accum without mixed precision, ep != 1.
+  // cp (or by tp under sp), pp > layers, --fp32-grad-accum without mixed precision, ep > 1 on a
+  // dense model, ep not dividing the experts or the dp·cp ranks.
   void validate() const;
 
   // Bytes of one activation element: 2 (bf16) in mixed precision, 4 in fp32.

@@ -79,6 +79,13 @@ ModelConfig shape(const char* name, std::int64_t L, std::int64_t h, std::int64_t
   return c;
 }
 
+ModelConfig moe(ModelConfig c, std::int64_t experts, std::int64_t top_k) {
+  c.experts = experts;
+  c.experts_per_token = top_k;
+  c.router_aux_loss_coef = 0.02;  // Mixtral's config
+  return c;
+}
+
 std::vector<ModelConfig> builtins() {
   // Llama-3.1 / 3.2 shapes from their published configs (norm eps 1e-5, theta 500000).
   return {
@@ -87,6 +94,9 @@ std::vector<ModelConfig> builtins() {
       shape("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, false, 500000.0, 131072),
       shape("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256, false, 500000.0, 131072),
       shape("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, false, 500000.0, 131072),
+      // Mixtral 8x7B (its published config: 8 experts of ffn 14336, top-2; 46.7B parameters,
+      // 12.9B active per token).
+      moe(shape("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, false, 1000000.0, 32768), 8, 2),
       // The course's CPU-sized models, byte-level vocabulary.
       shape("usp-tiny", 2, 64, 4, 2, 192, 256, false, 10000.0, 4096),
       shape("usp-small", 4, 256, 8, 4, 768, 256, false, 10000.0, 4096),

@@ -68,7 +68,8 @@ struct ModelConfig {
   std::int64_t active_parameters() const;
 
   // Built-in shapes: "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.2-1b",
-  // "llama3.2-3b", and the course's CPU-sized "usp-tiny", "usp-small", "usp-base".
+  // "llama3.2-3b", the mixture of experts "mixtral-8x7b", and the course's CPU-sized "usp-tiny",
+  // "usp-small", "usp-base".
   // Throws UsageError listing the names for an unknown one.
   static ModelConfig builtin(const std::string& name);
   static std::vector<std::string> builtin_names();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/calc/flops_model.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/error.hpp"
 #include "common/model/model.hpp"
@@ -339,7 +340,11 @@ TEST_CASE("impossible layouts are usage errors with one clear message", "[calc][
   CHECK(usage_error_of(s) == "--seq 4096 must be divisible by --cp 3");
   s = setup_of("llama3.1-8b", 4096);
   s.ep = 2;
-  CHECK_THAT(usage_error_of(s), Catch::Contains("not modelled until chapter 09"));
+  CHECK_THAT(usage_error_of(s), Catch::Contains("expert parallelism needs a mixture of experts"));
+  s = setup_of("mixtral-8x7b", 4096);
+  s.ep = 4;
+  s.dp = 2;
+  CHECK(usage_error_of(s) == "--ep 4 must divide dp·cp = 2 (the experts are spread over ranks that are data-parallel for the rest)");
   s = setup_of("llama3.1-8b", 4096);
   s.pp = 33;
   CHECK(usage_error_of(s) == "--pp 33 must be <= the number of layers (32)");
@@ -361,4 +366,35 @@ TEST_CASE("impossible layouts are usage errors with one clear message", "[calc][
   s = setup_of("llama3.1-70b", 4096);
   s.tp = 16;
   CHECK(usage_error_of(s) == "no error");
+}
+
+TEST_CASE("a mixture of experts: total and active parameters, experts per rank under EP, ZeRO over the expert group",
+          "[calc][moe]") {
+  // Mixtral 8x7B's published counts: 46.7B parameters, 12.9B active per token.
+  TrainingSetup s = setup_of("mixtral-8x7b", 4096);
+  const ModelConfig& c = s.model;
+  CHECK(c.num_parameters() == 46702792704);
+  CHECK(c.active_parameters() == 12879925248);
+  // By hand: per layer 8 experts of 3·h·f and the router E·h; attention 2·h² + 2·h·(g·d), norms 2h.
+  const std::int64_t h = 4096, f = 14336, E = 8, L = 32, kv = 8 * 128;
+  const std::int64_t expert = 3 * h * f, attention = 2 * h * h + 2 * h * kv + 2 * h;
+  CHECK(parameters_per_rank(s) == 2 * 32000 * h + L * (attention + E * expert + E * h) + h);
+  CHECK(expert_parameters_per_rank(s) == L * E * expert);
+  // EP 8 over dp 8: one expert per layer per rank, everything else whole.
+  s.dp = 8;
+  s.ep = 8;
+  CHECK(expert_parameters_per_rank(s) == L * expert);
+  CHECK(parameters_per_rank(s) == 2 * 32000 * h + L * (attention + expert + E * h) + h);
+  // ZeRO-1: the dense states shard over dp = 8, the experts' over their data-parallel group, here
+  // dp·cp/ep = 1 rank (each expert has one holder): 12 bytes per parameter in mixed precision.
+  s.zero = 1;
+  const std::int64_t dense = parameters_per_rank(s) - expert_parameters_per_rank(s);
+  CHECK(memory_per_rank(s).optimizer == 12 * ((dense + 7) / 8 + L * expert));
+  // With ep 4 over dp 8, each expert is held by two ranks: its states shard two ways.
+  s.ep = 4;
+  CHECK(memory_per_rank(s).optimizer == 12 * ((dense + 7) / 8 + (L * 2 * expert + 1) / 2));
+  // The FLOPs follow the active parameters: 6 N_active + 12 L h s per token.
+  s = setup_of("mixtral-8x7b", 4096);
+  const FlopsEstimate flops = flops_per_step(s);
+  CHECK(flops.model == (6.0 * 12879925248.0 + 12.0 * 32 * 4096 * 4096) * 4096);
 }
