@@ -68,6 +68,18 @@ void print_routing(std::ostream& out, const std::vector<EpResult>& results, cons
         << std::right << row(last) << "   imbalance " << r.imbalance(last, E) << std::defaultfloat
         << "\n    imbalance late " << std::fixed << std::setprecision(3) << r.late_imbalance(E) << std::defaultfloat
         << "; dropped assignments per step: " << r.dropped.front() << " -> " << r.dropped.back() << "\n";
+    if (r.variant.layout.ep > 1) {
+      // What each rank of an ep group computes: the rows of its E/ep experts, all layers.
+      const std::int64_t ep = r.variant.layout.ep, L = E / ep;
+      out << "    rows computed per ep rank, last step (all layers, over the dp/ep groups):";
+      for (std::int64_t rank = 0; rank < ep; ++rank) {
+        std::int64_t rows = 0;
+        for (std::size_t i = 0; i < r.kept[last].size(); ++i)
+          if (static_cast<std::int64_t>(i) % E / L == rank) rows += r.kept[last][i];
+        out << " " << rows;
+      }
+      out << "\n";
+    }
   }
 }
 
