@@ -35,3 +35,66 @@ def read_rows(path, sweep):
     if not rows or any(k not in rows[0] for k in REQUIRED):
         sys.exit(f"{path}: expected the calculator's sweep columns ({','.join(REQUIRED)})")
     return rows
+
+
+H100_GIB = 80  # an H100's memory, in the unit of the axes (the playbook's "80 GB")
+
+
+def by_degree(rows, dim):
+    """The first model, mixed precision, every parallel degree but `dim` at 1:
+    (model, {(recompute, degree of dim): [row, ...] by seq})."""
+    others = [k for k in ("dp", "tp", "cp", "pp") if k != dim]
+    panels, model = {}, None
+    for r in rows:
+        if r["precision"] != "mixed" or any(int(r[k]) != 1 for k in others):
+            continue
+        model = model or r["model"]
+        if r["model"] == model:
+            panels.setdefault((r["recompute"], int(r[dim])), []).append(r)
+    for key in panels:
+        panels[key].sort(key=lambda r: int(r["seq"]))
+    return model, panels
+
+
+def plot_by_degree(plt, rows, dim, label, title):
+    """One row of panels per recomputation mode, one panel per degree of `dim` (labelled
+    `label`, e.g. "CP"), for each sequence length a stack of the memory categories with the H100's
+    80 GB dashed; every panel shares one scale. Returns the figure (None when no row fits)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    model, panels = by_degree(rows, dim)
+    if not panels:
+        return None
+    modes = list(dict.fromkeys(mode for mode, _ in panels))
+    degrees = sorted({d for _, d in panels})
+    fig, axes = plt.subplots(len(modes), len(degrees), figsize=(3.6 * len(degrees), 3.9 * len(modes)), squeeze=False,
+                             sharey=True)
+    for row, mode in enumerate(modes):
+        for col, degree in enumerate(degrees):
+            ax = axes[row][col]
+            cells = panels.get((mode, degree), [])
+            x = range(len(cells))
+            bottom = [0.0] * len(cells)
+            for column, _label, colour in CATEGORIES:
+                heights = [int(r[column]) / GIB for r in cells]
+                ax.bar(x, heights, 0.7, bottom=bottom, color=colour)
+                bottom = [b + h for b, h in zip(bottom, heights)]
+            for xi, total in zip(x, bottom):
+                ax.annotate(f"{total:,.0f}", (xi, total), ha="center", va="bottom", fontsize=6.5,
+                            xytext=(0, 2), textcoords="offset points")
+            ax.axhline(H100_GIB, color="black", linestyle="--", linewidth=1)
+            ax.set_xticks(list(x))
+            ax.set_xticklabels([f"{int(r['seq']) // 1024}k" for r in cells], fontsize=8)
+            ax.set_title(f"{label} {degree}, {mode} recomputation", fontsize=9)
+            ax.grid(True, axis="y", alpha=0.3)
+            if row == len(modes) - 1:
+                ax.set_xlabel("sequence length")
+        axes[row][0].set_ylabel("memory per GPU (GiB)")
+    handles = [Patch(color=colour, label=name) for _c, name, colour in CATEGORIES]
+    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, label=f"H100: {H100_GIB} GB"))
+    axes[0][0].legend(handles=handles, fontsize=7.5, loc="upper left")
+    any_row = next(iter(panels.values()))[0]
+    fig.suptitle(f"{model} ({int(any_row['num_parameters']) / 1e9:.1f}B) per GPU {title} — mixed precision, b = 1",
+                 fontsize=11)
+    return fig

@@ -8,7 +8,9 @@
 //   2. With --sweep: the bubble for m = 1 .. --sweep-m at p = --sweep-p, every schedule
 //      (interleaved with v = 2 and 4 where p divides m), simulated and by the formula (the
 //      playbook's "bubble size" figure, plots/ch08_bubble.py).
-//   3. On W > 1 ranks, the executor: the model cut into p·v stages over pp = W / --dp ranks, each
+//   3. The calculator's Llama-3.1 8B with PP = 1, 2, 4, 8: the first stage's memory (pp_memory.csv,
+//      plots/ch08_pp_memory.py).
+//   4. On W > 1 ranks, the executor: the model cut into p·v stages over pp = W / --dp ranks, each
 //      schedule trained for --steps steps on the same global batch (the losses agree, bit for bit),
 //      and for its last step the measured bubble next to what the simulator predicts from the
 //      measured op times, each rank's op times, peak activations (micro-batches in flight),
@@ -42,6 +44,7 @@
 #include "chapters/08_pipeline_parallel/schedule_report.hpp"
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
 #include "chapters/08_pipeline_parallel/schedule_validator.hpp"
+#include "common/calc/memory_sweep.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
@@ -189,6 +192,24 @@ std::string bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
   return csv.str();
 }
 
+// The calculator's Llama-3.1 8B with PP = 1, 2, 4, 8 (the first stage), written for
+// plots/ch08_pp_memory.py and printed at s = 4096.
+void print_pp_memory(std::ostream& out, const std::string& out_dir) {
+  const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_pp());
+  calc::write_sweep_csv(out_dir + "/pp_memory.csv", sweep);
+  const std::int64_t seq = 4096;
+  out << "\nThe calculator: " << sweep.front().setup.model.name << ", mixed precision, b = 1, s = " << seq
+      << ": the FIRST stage's memory (GiB; plots/ch08_pp_memory.py draws every s). The states fall by p; under\n"
+         "1F1B the first stage keeps p micro-batches of its L/p layers in flight, so its activations do not.\n";
+  for (Recompute mode : calc::figure_pp().recomputes) {
+    std::vector<calc::SweepRow> rows;
+    for (const calc::SweepRow& row : sweep)
+      if (row.setup.recompute == mode) rows.push_back(row);
+    out << "  " << recompute_name(mode) << " recomputation:\n";
+    calc::print_sweep_table(out, rows, seq, "layout", [](const calc::TrainingSetup& st) { return "PP " + std::to_string(st.pp); });
+  }
+}
+
 // The simulated schedules: [{"schedule": ..., "v": ..., "step_time": ..., ...}, ...].
 std::string schedules_json(const std::vector<Outcome>& outcomes) {
   JsonWriter w;
@@ -208,13 +229,13 @@ std::string schedules_json(const std::vector<Outcome>& outcomes) {
   return w.str();
 }
 
-// 3. The executor: every schedule trained on the run's ranks, measured, compared.
+// 4. The executor: every schedule trained on the run's ranks, measured, compared.
 std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::string& out_dir) {
   const TrainingConfig& cfg = s.in.config;
   // What is not training traffic (losses, traces, gathers) goes over a communicator of its own.
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
   if (rt.is_root())
-    std::cout << "\n3. The executor on " << rt.size() << " ranks: " << cfg.model.str() << ", seq " << cfg.seq
+    std::cout << "\n4. The executor on " << rt.size() << " ranks: " << cfg.model.str() << ", seq " << cfg.seq
               << ", micro-batches of " << cfg.mbs << ", " << dtype_name(cfg.dtype) << ", recompute "
               << recompute_name(cfg.recompute) << "; dp = " << s.dp << " pipeline(s) of pp = " << s.pp << " ranks, m = "
               << s.m << " micro-batches each, " << cfg.steps << " AdamW steps per schedule (times: ms)\n";
@@ -291,6 +312,7 @@ int main(int argc, char** argv) {
         out << "\nwrote " << out_dir << "/bubble_sweep.csv\n";
       }
     }
+    if (rt.is_root()) print_pp_memory(out, out_dir);
     std::vector<RunReport> runs;
     if (s.pp > 1) {
       runs = run_executor(rt, s, out_dir);

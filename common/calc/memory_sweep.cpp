@@ -116,7 +116,21 @@ MemorySweep figure_cp() {
   return s;
 }
 
-std::vector<std::string> figure_names() { return {"memory_vs_seq", "recompute", "zero", "tp", "cp"}; }
+MemorySweep figure_pp() {
+  MemorySweep s;
+  s.models = {"llama3.1-8b"};
+  s.seqs = kPlaybookSeqs;
+  s.recomputes = {Recompute::selective, Recompute::full};
+  s.layouts.clear();
+  for (std::int64_t p : {1, 2, 4, 8}) {
+    ParallelLayout l;
+    l.pp = p;
+    s.layouts.push_back(l);
+  }
+  return s;
+}
+
+std::vector<std::string> figure_names() { return {"memory_vs_seq", "recompute", "zero", "tp", "cp", "pp"}; }
 
 MemorySweep figure_by_name(const std::string& name) {
   if (name == "memory_vs_seq") return figure_memory_vs_seq();
@@ -124,6 +138,7 @@ MemorySweep figure_by_name(const std::string& name) {
   if (name == "zero") return figure_zero();
   if (name == "tp") return figure_tp();
   if (name == "cp") return figure_cp();
+  if (name == "pp") return figure_pp();
   std::string list;
   for (const auto& n : figure_names()) list += (list.empty() ? "" : ", ") + n;
   throw UsageError("unknown sweep '" + name + "' (known: " + list + ")");

@@ -1,9 +1,9 @@
 // Memory sweeps: the calculator evaluated over models × sequence lengths × recomputation modes
 // × precisions × parallel layouts, written as CSV for the analytic plots. Chapters 01, 02, 05,
-// 06 and 07 write the playbook's figures' data with
+// 06, 07 and 08 write the playbook's figures' data with
 //   write_sweep_csv(out_dir + "/memory_vs_seq.csv", run_sweep(figure_memory_vs_seq()));
 // and plots/ch01_memory_vs_seq.py, ch02_recompute_memory.py, ch05_zero_memory.py,
-// ch06_tp_memory.py and ch07_cp_memory.py draw them.
+// ch06_tp_memory.py, ch07_cp_memory.py and ch08_pp_memory.py draw them.
 // usp_calc --sweep NAME writes the same files without running a chapter.
 //
 // CSV columns (one row per configuration, bytes per rank as memory_per_rank computes them):
@@ -62,6 +62,10 @@ MemorySweep figure_tp();
 // sequences context parallelism is for). CP divides every activation by c (each rank holds s/c
 // of the sequence); the states stay whole on every rank.
 MemorySweep figure_cp();
+// ch08: 8B at PP = 1, 2, 4 and 8, selective and full recomputation. The numbers are the first stage's
+// (memory_model.hpp): the embedding and ceil(L/p) layers' states, and under 1F1B p micro-batches
+// of those layers' activations in flight: the states fall by p, the activations do not.
+MemorySweep figure_pp();
 
 // The rows at sequence length `seq` as a table in GiB per GPU (params, grads, optim, their sum,
 // activations, total), each row named by `label` (e.g. "ZeRO-2", "TP 8 + SP"): what a chapter
@@ -69,7 +73,7 @@ MemorySweep figure_cp();
 void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows, std::int64_t seq,
                        const std::string& label_header, const std::function<std::string(const TrainingSetup&)>& label);
 
-// The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero", "tp", "cp".
+// The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero", "tp", "cp", "pp".
 std::vector<std::string> figure_names();
 MemorySweep figure_by_name(const std::string& name);  // UsageError listing the names otherwise
 

@@ -119,6 +119,31 @@ TEST_CASE("the CP figure: 8B at CP 1, 2, 4, 8, selective and full recomputation;
   CHECK(figure_by_name("cp").layouts.size() == layouts);
 }
 
+TEST_CASE("the PP figure: 8B's first stage at PP 1, 2, 4, 8; the states fall by p, the activations do not",
+          "[calc][sweep][pp]") {
+  const std::vector<SweepRow> rows = run_sweep(figure_pp());
+  const std::size_t layouts = 4, modes = 2;  // PP 1, 2, 4, 8 within each recomputation mode
+  REQUIRE(rows.size() == 5 * modes * layouts);
+  const std::int64_t h = 4096, L = 32, v = 128256, b = 1;  // llama3.1-8b
+  const std::int64_t layer = ModelConfig::builtin("llama3.1-8b").params_per_layer();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const TrainingSetup& st = rows[i].setup;
+    const std::int64_t p = st.pp, s = st.seq;
+    INFO("s = " << s << ", pp = " << p << ", recompute " << recompute_name(st.recompute));
+    CHECK(p == (std::int64_t{1} << (i % layouts)));
+    CHECK(st.recompute == ((i / layouts) % modes == 0 ? Recompute::selective : Recompute::full));
+    CHECK((st.dp == 1 && st.tp == 1 && st.cp == 1 && st.precision == Precision::mixed));
+    // The first stage: the embedding and L/p layers (plus, at p = 1, the final norm and the head),
+    // 2 bytes each in bf16.
+    const std::int64_t held = p == 1 ? 2 * v * h + L * layer + h : v * h + L / p * layer;
+    CHECK(rows[i].memory.parameters == 2 * held);
+    // 1F1B keeps p micro-batches of L/p layers in flight: L layers' activations whatever p is.
+    const std::int64_t sbh = s * b * h;
+    CHECK(rows[i].memory.activations == L * (st.recompute == Recompute::selective ? 34 : 2) * sbh);
+  }
+  CHECK(figure_by_name("pp").layouts.size() == layouts);
+}
+
 TEST_CASE("the sweep CSV: header, one line per row, values as computed; written to a new folder",
           "[calc][sweep][csv]") {
   const std::vector<SweepRow> rows = run_sweep(figure_zero());
