@@ -17,7 +17,8 @@ import sys
 from figure_io import parse_args, plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-SCHEDULES = [("afab", "AFAB"), ("1f1b", "1F1B"), ("interleaved", "interleaved 1F1B"), ("zb-h1", "ZB-H1")]
+SCHEDULES = [("afab", "AFAB"), ("1f1b", "1F1B"), ("interleaved", "interleaved 1F1B"), ("zb-h1", "ZB-H1"), ("zb-h2", "ZB-H2"),
+             ("dualpipev", "DualPipeV")]
 COLUMNS = ["rank", "index", "kind", "micro_batch", "chunk", "stage", "start", "end"]
 COLOURS = {"F": "tab:blue", "BW": "tab:orange", "B": "tab:cyan", "W": "tab:olive"}
 

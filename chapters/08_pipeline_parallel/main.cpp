@@ -2,7 +2,7 @@
 // each rank's ordered list of forwards, backwards and messages. One plan, two executors:
 //
 //   1. The simulator, on no ranks at all: for each schedule of --schedule (AFAB, 1F1B, interleaved
-//      1F1B, ZB-H1) on --p ranks and --m micro-batches (--v chunks per rank, interleaved only): the
+//      1F1B, ZB-H1, ZB-H2, DualPipeV) on --p ranks and --m micro-batches (--v chunks per rank, interleaved only): the
 //      validator's verdict, the Gantt chart as text, the bubble (Σ idle / Σ busy) next to its
 //      formula, and the peak activations in flight per rank.
 //   2. With --sweep: the bubble for m = 1 .. --sweep-m at p = --sweep-p, every schedule
@@ -27,11 +27,12 @@
 // gantt_measured_<schedule>.csv, gantt_predicted_<schedule>.csv, in_flight_measured_<schedule>.csv
 // and trace_<schedule>.{json,csv}.
 //
-//   build/bin/ch08_pipeline_parallel [--schedule all|afab|1f1b|interleaved|zb-h1] [--p 4] [--m 8]
+//   build/bin/ch08_pipeline_parallel [--schedule all|afab|1f1b|interleaved|zb-h1|zb-h2|dualpipev] [--p 4] [--m 8]
 //                                    [--v 2] [--tf 1 --tb 1 --tw 1] [--latency 0]
 //                                    [--sweep [--sweep-p 8] [--sweep-m 64]]
 //   mpirun -np 2 build/bin/ch08_pipeline_parallel [--dp 1] [--m 8] [training flags]   (./usp run 08)
 #include <algorithm>
+#include <numeric>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -62,7 +63,7 @@ struct Setup {
   std::vector<ScheduleKind> kinds = {};
   int p = 4, m = 8, v = 2;
   StageCost cost = {};  // of one chunk-sized piece of a rank's layers (--tf, --tb, --tw)
-  int pieces = 1;  // a rank's layers in such pieces: v when interleaved runs too, else 1
+  int pieces = 1;  // a rank's layers in such pieces: the least common multiple of the schedules' chunks
   double latency = 0;
   bool sweep = false;
   int sweep_p = 8, sweep_m = 64;
@@ -77,12 +78,12 @@ struct Outcome {
   std::vector<int> peak_in_flight;
 };
 
-int chunks_for(const Setup& s, ScheduleKind kind) { return kind == ScheduleKind::interleaved_1f1b ? s.v : 1; }
+int chunks_for(const Setup& s, ScheduleKind kind) { return chunks_of(kind, s.v); }
 
 // The same model for every schedule: interleaved runs each of a rank's v chunks at (t_F, t_B,
 // t_W); the others run the rank's layers as one stage, `pieces` times as long.
 StageCost stage_cost(const Setup& s, ScheduleKind kind) {
-  const double k = kind == ScheduleKind::interleaved_1f1b ? 1 : s.pieces;
+  const double k = s.pieces / chunks_for(s, kind);
   return {k * s.cost.f, k * s.cost.b, k * s.cost.w};
 }
 
@@ -109,19 +110,24 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     s.cost = {static_cast<double>(cli.get_int("tf")), static_cast<double>(cli.get_int("tb")),
               static_cast<double>(cli.get_int("tw"))};
     s.latency = static_cast<double>(cli.get_int("latency"));
-    const bool interleaved = std::find(s.kinds.begin(), s.kinds.end(), ScheduleKind::interleaved_1f1b) != s.kinds.end();
-    s.pieces = interleaved ? s.v : 1;
+    for (ScheduleKind kind : s.kinds) s.pieces = std::lcm(s.pieces, chunks_for(s, kind));
     s.sweep = cli.get_flag("sweep");
     s.sweep_p = static_cast<int>(cli.get_int("sweep-p"));
     s.sweep_m = static_cast<int>(cli.get_int("sweep-m"));
     if (cli.given("v") && s.v > 1 && which != "all" && which != "interleaved")
       throw UsageError("--v " + std::to_string(s.v) + ": only the interleaved schedule splits a rank's layers into "
-                       "chunks; " + which + " runs v = 1");
+                       "chunks of your choice; " + which + " runs v = " +
+                       std::to_string(chunks_of(parse_schedule_kind(which), 1)));
     // The parameters each schedule accepts (make_schedule's checks; the exercises are not called).
     for (ScheduleKind kind : s.kinds)
       if (kind == ScheduleKind::interleaved_1f1b && s.m % s.p != 0)
         throw UsageError("--schedule interleaved needs --m a multiple of --p (micro-batches go through the chunks in "
                          "groups of p); got m = " + std::to_string(s.m) + ", p = " + std::to_string(s.p) +
+                         (which == "all" ? " (or pick another --schedule)" : ""));
+    for (ScheduleKind kind : s.kinds)
+      if (kind == ScheduleKind::dualpipev && s.m < 2 * s.p)
+        throw UsageError("--schedule dualpipev needs --m >= 2p (its steady phase pairs micro-batches of both arms of "
+                         "the V); got m = " + std::to_string(s.m) + ", p = " + std::to_string(s.p) +
                          (which == "all" ? " (or pick another --schedule)" : ""));
     // The executor's reasons: the world, the model's layers against p·v stages, tied embeddings.
     if (s.pp > 1)
@@ -173,11 +179,13 @@ std::string bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
   csv.precision(17);
   csv << "schedule,p,m,v,bubble,formula,step_time,peak_in_flight\n";
   for (ScheduleKind kind : all_schedule_kinds()) {
-    const std::vector<int> vs = kind == ScheduleKind::interleaved_1f1b ? std::vector<int>{2, 4} : std::vector<int>{1};
+    const std::vector<int> vs =
+        kind == ScheduleKind::interleaved_1f1b ? std::vector<int>{2, 4} : std::vector<int>{chunks_of(kind, 1)};
     for (int v : vs) {
       const std::string skipped = rt.skip_if_not_implemented([&] {
         for (int m = 1; m <= s.sweep_m; ++m) {
           if (kind == ScheduleKind::interleaved_1f1b && m % s.sweep_p != 0) continue;
+          if (kind == ScheduleKind::dualpipev && m < 2 * s.sweep_p) continue;
           const Schedule sched = make_schedule(kind, s.sweep_p, m, v);
           const Simulation sim = simulate(sched, uniform_costs(sched.layout.num_stages(), s.cost, s.latency));
           csv << schedule_kind_name(kind) << ',' << s.sweep_p << ',' << m << ',' << v << ',' << sim.bubble() << ','
@@ -262,7 +270,8 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
 int main(int argc, char** argv) {
   return usp::run(argc, argv, [&](Runtime& rt) {
     Cli cli("ch08_pipeline_parallel",
-            "pipeline schedules (AFAB, 1F1B, interleaved 1F1B, ZB-H1) as data: validated, simulated, their bubble "
+            "pipeline schedules (AFAB, 1F1B, interleaved 1F1B, ZB-H1, ZB-H2, DualPipeV) as data: validated, simulated, "
+            "run on MPI ranks; their bubble "
             "against the formulas");
     cli.add_common("out/08_pipeline_parallel");
     // The executor's model: 8 layers, so that p = 4 ranks with v = 2 chunks give every virtual
@@ -271,7 +280,9 @@ int main(int argc, char** argv) {
     training.layers = 8;
     add_training_flags(cli, training);
     cli.add_int("dp", 1, "data-parallel replicas (on W > 1 ranks: each a pipeline of W / dp ranks)", 1, 1 << 16);
-    cli.add_choice("schedule", "all", {"all", "afab", "1f1b", "interleaved", "zb-h1"}, "which schedule(s) to show");
+    std::vector<std::string> schedules = {"all"};
+    for (ScheduleKind kind : all_schedule_kinds()) schedules.push_back(schedule_kind_name(kind));
+    cli.add_choice("schedule", "all", schedules, "which schedule(s) to show");
     cli.add_int("p", 4, "pipeline ranks of the simulation (on W > 1 ranks: the run's pp = W / dp)", 1, 64);
     cli.add_int("m", 8, "micro-batches per step", 1, 1024);
     cli.add_int("v", 2, "model chunks per rank (interleaved only)", 1, 16);

@@ -81,22 +81,24 @@ Simulation measured_timeline(const Schedule& s, const std::vector<ExecutedStep>&
 
 Costs measured_costs(const Schedule& s, const std::vector<ExecutedStep>& ranks) {
   const Simulation real = measured_timeline(s, ranks);
-  const int S = s.layout.num_stages();
-  std::vector<double> sum[3], count[3];  // F, B (or BW), W per stage
-  for (auto* v : {sum, count})
-    for (int k = 0; k < 3; ++k) v[k].assign(static_cast<std::size_t>(S), 0.0);
+  const auto S = static_cast<std::size_t>(s.layout.num_stages());
+  // Per stage: the summed durations and counts of its F, B, W and whole BW ops.
+  enum { F, B, W, BW, kinds };
+  std::vector<double> sum[kinds], count[kinds];
+  for (int k = 0; k < kinds; ++k) sum[k].assign(S, 0.0), count[k].assign(S, 0.0);
   for (int r = 0; r < s.p; ++r)
     for (const TimedOp& t : real.timeline[static_cast<std::size_t>(r)]) {
-      const int k = t.op.kind == OpKind::F ? 0 : t.op.kind == OpKind::W ? 2 : 1;
+      const int k = t.op.kind == OpKind::F ? F : t.op.kind == OpKind::B ? B : t.op.kind == OpKind::W ? W : BW;
       const auto st = static_cast<std::size_t>(s.layout.stage_of(r, t.op.chunk));
       sum[k][st] += t.end - t.start;
       count[k][st] += 1;
     }
   Costs costs;
-  for (int st = 0; st < S; ++st) {
-    const auto i = static_cast<std::size_t>(st);
-    auto mean = [&](int k) { return count[k][i] > 0 ? sum[k][i] / count[k][i] : 0.0; };
-    costs.stage.push_back({mean(0), mean(1), mean(2)});
+  for (std::size_t st = 0; st < S; ++st) {
+    auto mean = [&](int k) { return count[k][st] > 0 ? sum[k][st] / count[k][st] : 0.0; };
+    // A stage that split its backward has B and W times (its whole BW's, if some, are then
+    // timed as b + w); one that never did has only BW, kept whole as b (w = 0).
+    costs.stage.push_back(count[B][st] > 0 ? StageCost{mean(F), mean(B), mean(W)} : StageCost{mean(F), mean(BW), 0.0});
   }
   return costs;
 }

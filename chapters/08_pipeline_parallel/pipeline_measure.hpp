@@ -8,7 +8,7 @@
 //                     ops' time. Everything else a rank does — posting sends, waiting in a
 //                     receive, copying a message — counts as idle, as it is for the hardware.
 //   predicted bubble  the simulator run on the same lists with each stage's mean measured F, B, W
-//                     (BW: its mean as b, w = 0) and zero latency: what the schedule would cost
+//                     (measured_costs) and zero latency: what the schedule would cost
 //                     if the only idle time were its dependencies.
 // Times in milliseconds.
 #pragma once
@@ -27,7 +27,8 @@ std::vector<ExecutedStep> gather_executed(Communicator& pp, const ExecutedStep& 
 // The real run as the simulator would have reported it.
 Simulation measured_timeline(const Schedule& s, const std::vector<ExecutedStep>& ranks);
 
-// Each virtual stage's mean F, B and W time (a whole BW as b), from the compute ops that ran.
+// Each virtual stage's mean F, B and W time from the compute ops that ran (a stage that never
+// split its backward: its mean BW as b, w = 0).
 Costs measured_costs(const Schedule& s, const std::vector<ExecutedStep>& ranks);
 
 }  // namespace usp::ch08

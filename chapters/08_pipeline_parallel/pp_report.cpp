@@ -69,8 +69,8 @@ void print_run(std::ostream& out, const RunReport& r, const TrainingConfig& cfg)
   const double measured = r.measured.bubble(), predicted = r.predicted.bubble();
   out << "\n  step " << std::setprecision(4) << run.median_step_seconds() * 1e3 << " ms (median of " << run.step_seconds.size()
       << "); last step " << r.measured.step_time << " ms, bubble (idle / busy) measured " << std::setprecision(3) << measured
-      << ", the simulator on the measured op times " << predicted << " ("
-      << std::showpos << std::setprecision(2) << (predicted > 0 ? 100 * (measured - predicted) / predicted : 0.0)
+      << ", the simulator on the measured op times " << predicted << " (" << std::showpos << std::setprecision(2)
+      << measured - predicted << ", " << (predicted > 0 ? 100 * (measured - predicted) / predicted : 0.0)
       << std::noshowpos << "%), the formula " << f.text << " = " << std::setprecision(3) << f.value << "\n";
   out << "  rank | op times per chunk, ms: F / B / W (BW as B) | peak activations, MiB (in flight) | params held, MiB | sent, MiB\n";
   for (std::size_t w = 0; w < r.params_held.size(); ++w) {

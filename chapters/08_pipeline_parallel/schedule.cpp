@@ -21,10 +21,12 @@ inline constexpr EnumNames<OpKind, 8> kOpKindNames{{{{OpKind::F, "F"},
                                                      {OpKind::send_grad, "send_grad"},
                                                      {OpKind::recv_grad, "recv_grad"}}}};
 
-inline constexpr EnumNames<ScheduleKind, 4> kScheduleNames{{{{ScheduleKind::afab, "afab"},
+inline constexpr EnumNames<ScheduleKind, 6> kScheduleNames{{{{ScheduleKind::afab, "afab"},
                                                             {ScheduleKind::one_f_one_b, "1f1b"},
                                                             {ScheduleKind::interleaved_1f1b, "interleaved"},
-                                                            {ScheduleKind::zb_h1, "zb-h1"}}}};
+                                                            {ScheduleKind::zb_h1, "zb-h1"},
+                                                            {ScheduleKind::zb_h2, "zb-h2"},
+                                                            {ScheduleKind::dualpipev, "dualpipev"}}}};
 
 }  // namespace
 
@@ -57,6 +59,19 @@ StageLayout StageLayout::looped(int p, int v) {
   for (int r = 0; r < p; ++r)
     for (int c = 0; c < v; ++c) layout.stage[static_cast<std::size_t>(r * v + c)] = c * p + r;
   return layout;
+}
+
+StageLayout StageLayout::v_shape(int p) {
+  StageLayout layout{p, 2, std::vector<int>(static_cast<std::size_t>(2 * p))};
+  for (int r = 0; r < p; ++r) {
+    layout.stage[static_cast<std::size_t>(2 * r)] = r;
+    layout.stage[static_cast<std::size_t>(2 * r + 1)] = 2 * p - 1 - r;
+  }
+  return layout;
+}
+
+int chunks_of(ScheduleKind kind, int v) {
+  return kind == ScheduleKind::interleaved_1f1b ? v : kind == ScheduleKind::dualpipev ? 2 : 1;
 }
 
 const char* schedule_kind_name(ScheduleKind kind) { return kScheduleNames.name(kind); }
@@ -116,20 +131,31 @@ Schedule make_schedule(ScheduleKind kind, int p, int m, int v) {
   if (p < 1) throw UsageError("a pipeline needs p >= 1 ranks, got p = " + std::to_string(p));
   if (m < 1) throw UsageError("a pipeline needs m >= 1 micro-batches, got m = " + std::to_string(m));
   if (v < 1) throw UsageError("each rank needs v >= 1 model chunks, got v = " + std::to_string(v));
-  if (v > 1 && kind != ScheduleKind::interleaved_1f1b)
+  if (kind == ScheduleKind::dualpipev) {
+    if (v != 2)
+      throw UsageError("DualPipeV runs v = 2 model chunks per rank (the two arms of its V), got v = " +
+                       std::to_string(v));
+    if (m < 2 * p)
+      throw UsageError("DualPipeV needs m >= 2p micro-batches (its steady phase pairs the forward of one with the "
+                       "backward of another from the other arm of the V); got m = " + std::to_string(m) + ", p = " +
+                       std::to_string(p));
+  } else if (v > 1 && kind != ScheduleKind::interleaved_1f1b) {
     throw UsageError("v = " + std::to_string(v) + " model chunks per rank: only the interleaved schedule splits a " +
                      "rank's layers into chunks; " + name + " needs v = 1");
+  }
   if (kind == ScheduleKind::interleaved_1f1b && m % p != 0)
     throw UsageError("interleaved 1F1B sends the micro-batches through the chunks in groups of p, so m must be a "
                      "multiple of p; got m = " + std::to_string(m) + ", p = " + std::to_string(p));
 
-  Schedule s{kind, p, m, v, StageLayout::looped(p, v), {}};
+  Schedule s{kind, p, m, v, kind == ScheduleKind::dualpipev ? StageLayout::v_shape(p) : StageLayout::looped(p, v), {}};
   RankOps compute;
   switch (kind) {
     case ScheduleKind::afab: compute = afab(p, m); break;
     case ScheduleKind::one_f_one_b: compute = one_f_one_b(p, m); break;
     case ScheduleKind::interleaved_1f1b: compute = interleaved_1f1b(p, m, v); break;
     case ScheduleKind::zb_h1: compute = zb_h1(p, m); break;
+    case ScheduleKind::zb_h2: compute = zb_h2(p, m); break;
+    case ScheduleKind::dualpipev: compute = dualpipev(p, m); break;
   }
   if (static_cast<int>(compute.size()) != p)
     throw Error(name + " returned " + std::to_string(compute.size()) + " rank lists for p = " + std::to_string(p));

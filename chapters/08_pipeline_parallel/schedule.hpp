@@ -77,11 +77,17 @@ struct StageLayout {
 
   // Megatron-LM's layout: chunk c of rank r is stage c·p + r (v = 1: rank r holds stage r).
   static StageLayout looped(int p, int v);
+  // DualPipeV's "V": v = 2, chunk 0 of rank r is stage r, chunk 1 is stage 2p-1-r. A micro-batch
+  // goes down the ranks through their chunk 0, turns on rank p-1 (stages p-1 and p are both
+  // there: a local hand-over, no message) and comes back up through the chunks 1 to rank 0,
+  // which computes the loss; its gradient retraces the V.
+  static StageLayout v_shape(int p);
 };
 
-enum class ScheduleKind : unsigned char { afab, one_f_one_b, interleaved_1f1b, zb_h1 };
+enum class ScheduleKind : unsigned char { afab, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, dualpipev };
 
-// "afab", "1f1b", "interleaved", "zb-h1" (what --schedule takes); parse throws UsageError.
+// "afab", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipev" (what --schedule takes); parse
+// throws UsageError.
 const char* schedule_kind_name(ScheduleKind kind);
 ScheduleKind parse_schedule_kind(const std::string& text);
 std::vector<ScheduleKind> all_schedule_kinds();
@@ -96,10 +102,14 @@ struct Schedule {
 // The rank that sends to / receives from `op` (a communication op run by `rank`), by the layout.
 int peer_rank(const StageLayout& layout, int rank, const Op& op);
 
+// The chunks per rank a schedule runs: v for interleaved, 2 for DualPipeV, 1 for the others.
+int chunks_of(ScheduleKind kind, int v);
+
 // The schedule `kind` for p ranks, m micro-batches and v chunks per rank, communication
 // included. Throws UsageError for parameters the schedule does not support, saying why:
 //   p, m, v >= 1 always; v > 1 only for interleaved, which also needs m a multiple of p
-//   (Megatron-LM's micro-batches go through the chunks in groups of p).
+//   (Megatron-LM's micro-batches go through the chunks in groups of p); DualPipeV runs v = 2
+//   (the V) and needs m >= 2p (its steady phase pairs micro-batches from both arms of the V).
 Schedule make_schedule(ScheduleKind kind, int p, int m, int v = 1);
 
 // Each rank's compute list (F, B, W, BW in order), plus the sends and receives it implies: a

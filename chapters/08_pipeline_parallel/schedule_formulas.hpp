@@ -7,6 +7,11 @@
 //                derived there for t_F = t_B = t_W, where it is (p-1)/(3m)); the simulator
 //                agrees whenever m >= p and t_W <= t_B (with t_W > t_B the last rank's
 //                postponed W's outlast rank 0's tail and the step grows)
+//   ZB-H2        (p-1)t_F / (m (t_F + t_B + t_W)) for t_F = t_B = t_W and m >= p: no idle time inside
+//                the parallelogram, only its two corners within one synchronous step
+//   DualPipeV    (p-1)t_F / (2m (t_F + t_B + t_W)) for t_F = t_B = t_W per chunk (m >= 2p), F&B run
+//                one after the other (the DualPipe README's (PP/2-1)(F&B + B - 3W) counts them
+//                overlapped)
 #pragma once
 #include <string>
 

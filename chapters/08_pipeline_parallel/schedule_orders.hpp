@@ -60,4 +60,35 @@ RankOps interleaved_1f1b(int p, int m, int v);
 // while every rank holds at most p micro-batches' activations (F to W), as 1F1B's rank 0 does.
 RankOps zb_h1(int p, int m);
 
+// ZB-H2, the zero-bubble paper's zero-bubble schedule (Qi et al. 2023, section 2.2): more memory
+// for no idle time inside the step. The order a greedy rank builds when every operation takes
+// one time unit and messages arrive at once: whenever it is free, a rank runs
+//   the oldest micro-batch's B, if its output gradient is there (the previous rank waits for it);
+//   else the next F, if its input is there and fewer than 2p - 1 micro-batches are in flight
+//     (F done, W not yet: the paper's memory limit, twice 1F1B's first stage less one);
+//   else its oldest postponed W;
+// else it waits. With m >= p the result is a parallelogram: rank r starts r·t_F after rank 0, then never
+// waits again, and the step lasts (p-1)·t_F + m(t_F + t_B + t_W), the least any schedule can
+// take (the last rank cannot start earlier and has that much work). Within one synchronous step
+// every rank idles (p-1)·t_F at the parallelogram's two corners — the paper overlaps those with
+// the next step's forwards by not synchronising the optimizer step, which this course's step
+// does; the bubble inside is zero. The last ranks postpone their W's to the end so that their
+// B's, which the ranks before them wait for, go first. Any p, m >= 1 (with m < p the last
+// gradient still has to travel back up the ranks after the forwards ran out: a longer step).
+RankOps zb_h2(int p, int m);
+
+// DualPipeV (DeepSeek's DualPipe "cut in half"; the order of the DualPipe repository's
+// dualpipev.py, its eight phases per rank r): v = 2 chunks on the V layout (StageLayout::v_shape).
+// Writing F0/F1 for a forward of chunk 0/1, B for an input-gradient pass whose W is queued, BW
+// for a whole backward, W for the oldest queued weight gradient:
+//   1. 2(p-1-r) × F0            2. (r+1) × F0 F1          3. (p-1-r) × B1 W F1
+//   4. (m-2p+r+1) × F0 BW1 F1 BW0   (DualPipe overlaps each F with the BW beside it: F&B)
+//   5. (p-1-r) × BW1 F1 BW0     6. (r+1) × B1 B0 (the first half BW, the second half split)
+//   7. (p-1-r) × W B0           8. (r+1) × W
+// Each chunk's forwards and backwards run its micro-batches in order. Needs m >= 2p.
+// Here F&B runs as F then BW, one after the other (the README's bubble, (PP/2-1)(F&B + B - 3W)
+// for PP = 2p stages, counts F&B as one overlapped time and is not what this executor can show).
+// With t_F = t_B = t_W per chunk every rank idles (p-1)·t_F in a step of 2m chunks' work.
+RankOps dualpipev(int p, int m);
+
 }  // namespace usp::ch08

@@ -1,5 +1,6 @@
 // Chapter 08: the executor runs the schedules on MPI ranks over the model's stages. Every
-// schedule, at p = the world size and m ∈ {1, 4, 8} (interleaved with v = 2 where p divides m),
+// schedule, at p = the world size and m ∈ {1, 4, 8} (interleaved with v = 2 where p divides m,
+// DualPipeV on its V where m >= 2p),
 // and dp 2 × pp 2 on 4 ranks, trains like the single-rank baseline: the same losses, first
 // gradient and parameters after 3 AdamW steps. The activations in flight the executor counts
 // equal the simulator's (the same lists), ≤ p for 1F1B and m for AFAB, and the tracker's peak
@@ -37,16 +38,16 @@ TrainingConfig pp_training() {
   return cfg;
 }
 
-// Every schedule at pp = W for m ∈ {1, 4, 8} (interleaved: v = 2 and m a multiple of W), and on
-// 4 ranks dp 2 × pp 2 with m = 4.
+// Every schedule at pp = W for m ∈ {1, 4, 8} (interleaved: v = 2 and m a multiple of W;
+// DualPipeV: its V of 2 chunks and m >= 2W), and on 4 ranks dp 2 × pp 2 with m = 4.
 std::vector<PpLayout> layouts_for(int W) {
   std::vector<PpLayout> out;
   for (ScheduleKind kind : all_schedule_kinds())
     for (int m : {1, 4, 8}) {
-      const bool interleaved = kind == ScheduleKind::interleaved_1f1b;
-      if (interleaved && m % W != 0) continue;
-      out.push_back({1, W, kind, m, interleaved ? 2 : 1});
-      if (W == 4 && m == 4) out.push_back({2, 2, kind, m, interleaved ? 2 : 1});
+      if (kind == ScheduleKind::interleaved_1f1b && m % W != 0) continue;
+      if (kind == ScheduleKind::dualpipev && m < 2 * W) continue;
+      out.push_back({1, W, kind, m, chunks_of(kind, 2)});
+      if (W == 4 && m == 4) out.push_back({2, 2, kind, m, chunks_of(kind, 2)});
     }
   return out;
 }
@@ -124,7 +125,7 @@ TEST_CASE("activations in flight: the executor's count is the simulator's; 1F1B 
   const auto data = make_dataset("synthetic", cfg.seed);
   const int m = 8;
   for (ScheduleKind kind : all_schedule_kinds()) {
-    const PpLayout layout{1, p, kind, m, kind == ScheduleKind::interleaved_1f1b ? 2 : 1};
+    const PpLayout layout{1, p, kind, m, chunks_of(kind, 2)};
     INFO(layout.label() << ", rank " << w.rank());
     PpTrainer trainer(w, cfg, layout);
     const PpStep s = trainer.step(rank_micro_batches(*data, 0, 0, m, cfg.mbs, cfg.seq));
@@ -138,7 +139,7 @@ TEST_CASE("activations in flight: the executor's count is the simulator's; 1F1B 
     // which depends on timing). Whole-backward schedules with one chunk per rank only: after a
     // B, a zero-bubble stage holds W's inputs instead (x and dy of each linear layer), another
     // amount, and an interleaved rank's chunks hold different amounts.
-    if (layout.v == 1 && kind != ScheduleKind::zb_h1) {
+    if (layout.v == 1 && kind != ScheduleKind::zb_h1 && kind != ScheduleKind::zb_h2) {
       const Model& mod = trainer.chunk(0);
       std::int64_t declared = 0;
       for (int u = mod.first_unit(); u <= mod.last_unit(); ++u) declared += mod.saved_bytes()[static_cast<std::size_t>(u)];
@@ -155,9 +156,9 @@ TEST_CASE("the bytes each pipeline rank sends are the schedule's messages", "[ch
   const int p = w.size();
   const TrainingConfig cfg = pp_training();
   const auto data = make_dataset("synthetic", cfg.seed);
-  const int m = 4;
   for (ScheduleKind kind : all_schedule_kinds()) {
-    const PpLayout layout{1, p, kind, m, kind == ScheduleKind::interleaved_1f1b ? 2 : 1};
+    const int m = kind == ScheduleKind::dualpipev ? std::max(4, 2 * p) : 4;
+    const PpLayout layout{1, p, kind, m, chunks_of(kind, 2)};
     INFO(layout.label() << ", rank " << w.rank());
     PpTrainer trainer(w, cfg, layout);
     trainer.pp().reset_stats();

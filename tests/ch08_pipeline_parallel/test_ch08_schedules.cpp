@@ -15,6 +15,7 @@
 
 #include "chapters/08_pipeline_parallel/schedule.hpp"
 #include "chapters/08_pipeline_parallel/schedule_orders.hpp"
+#include "chapters/08_pipeline_parallel/schedule_formulas.hpp"
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
 #include "chapters/08_pipeline_parallel/schedule_validator.hpp"
 #include "common/error.hpp"
@@ -339,4 +340,53 @@ TEST_CASE("ZB-H1 (exercise 08.2): idle (p-1)(T_F + T_B - T_W) per rank for unequ
         const Simulation sim = simulate_uniform(make_schedule(ScheduleKind::zb_h1, p, m), cost);
         for (int r = 0; r < p; ++r) CHECK(sim.idle(r) == (p - 1) * (cost.f + cost.b - cost.w));
       }
+}
+
+TEST_CASE("ZB-H2: valid; for m >= p a parallelogram — the least step any schedule can take, (p-1)·t_F idle per "
+          "rank; at most 2p-1 in flight", "[ch08]") {
+  for (int p = 1; p <= 8; ++p)
+    for (int m = 1; m <= 16; ++m) {
+      INFO("p = " << p << ", m = " << m);
+      const Schedule s = make_schedule(ScheduleKind::zb_h2, p, m);
+      REQUIRE(validate_schedule(s).empty());
+      for (const StageCost cost : {StageCost{1, 1, 1}, StageCost{2, 2, 2}}) {
+        const Simulation sim = simulate_uniform(s, cost);
+        for (int r = 0; r < p; ++r) CHECK(sim.peak_in_flight[static_cast<std::size_t>(r)] <= 2 * p - 1);
+        // With fewer micro-batches than ranks the first gradient cannot come back before the
+        // forwards run out, and the last one has to travel back up the ranks: no parallelogram.
+        if (m < p) continue;
+        // The last rank cannot start before the first forward reached it, (p-1)·t_F, and then has
+        // m(t_F + t_B + t_W) of work: the step cannot be shorter, and this one is not.
+        CHECK(sim.step_time == (p - 1) * cost.f + m * (cost.f + cost.b + cost.w));
+        for (int r = 0; r < p; ++r) {
+          INFO("rank " << r);
+          CHECK(sim.idle(r) == (p - 1) * cost.f);
+        }
+        // Rank 0 fills the memory limit when it has enough micro-batches.
+        if (m >= 2 * p - 1) CHECK(sim.peak_in_flight[0] == 2 * p - 1);
+        CHECK(sim.bubble() == bubble_formula(ScheduleKind::zb_h2, p, m, 1, cost).value);
+      }
+    }
+}
+
+TEST_CASE("DualPipeV: the V layout, valid; (p-1)·t_F idle per rank with equal chunk costs; m < 2p refused",
+          "[ch08]") {
+  const StageLayout v = StageLayout::v_shape(4);
+  CHECK((v.stage_of(0, 0) == 0 && v.stage_of(0, 1) == 7 && v.stage_of(3, 0) == 3 && v.stage_of(3, 1) == 4));
+  for (int p = 1; p <= 8; ++p)
+    for (int m = 2 * p; m <= 3 * p + 1; ++m) {
+      INFO("p = " << p << ", m = " << m);
+      const Schedule s = make_schedule(ScheduleKind::dualpipev, p, m, 2);
+      REQUIRE(validate_schedule(s).empty());
+      // Rank p-1 hands its chunk 0's output to its chunk 1 and the gradient back: no message.
+      for (const Op& op : s.ops[static_cast<std::size_t>(p - 1)])
+        CHECK_FALSE(((op.kind == OpKind::send_act && op.chunk == 0) || (op.kind == OpKind::recv_act && op.chunk == 1)));
+      for (const StageCost cost : {StageCost{1, 1, 1}, StageCost{3, 3, 3}}) {
+        const Simulation sim = simulate_uniform(s, cost);
+        for (int r = 0; r < p; ++r) CHECK(sim.idle(r) == (p - 1) * cost.f);
+        CHECK(sim.bubble() == bubble_formula(ScheduleKind::dualpipev, p, m, 2, cost).value);
+      }
+    }
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::dualpipev, 4, 7, 2), Catch::Contains("DualPipeV needs m >= 2p"));
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::dualpipev, 4, 8, 1), Catch::Contains("DualPipeV runs v = 2"));
 }
