@@ -31,7 +31,8 @@ report::Table variant_numbers_table() {
   for (MemCategory m : kCategories) c.push_back({.key = std::string("peak_") + mem_category_name(m)});
   c.push_back({.key = "peak_total"});
   for (MemCategory m : kState) c.push_back({.key = std::string("resident_") + mem_category_name(m)});
-  for (const char* k : {"attention_forward_peak_temporary", "attention_kv_formula", "attention_blocks"})
+  for (const char* k : {"attention_forward_peak_temporary", "attention_kv_formula", "attention_kv_measured",
+                        "attention_blocks"})
     c.push_back({.key = k});
   for (const char* what : {"sent", "counted", "calls", "counted_calls"}) {
     for (CommOp op : kCpOps) c.push_back({.key = cp_key(what, op)});
@@ -56,7 +57,7 @@ std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   for (MemCategory c : kState) v.push_back(r.resident[c]);
   std::int64_t blocks = 0;
   for (const auto& s : r.blocks_per_step) blocks += static_cast<std::int64_t>(s.size());
-  v.insert(v.end(), {r.attention_peak, r.kv_formula, blocks});
+  v.insert(v.end(), {r.attention_peak, r.kv_formula, r.kv_measured, blocks});
   const auto per_step = [&](std::uint64_t x) { return static_cast<std::int64_t>(x) / steps; };
   const auto as_i64 = [](std::uint64_t x) { return static_cast<std::int64_t>(x); };
   const int ar = static_cast<int>(CommOp::all_reduce);
@@ -238,8 +239,8 @@ void print_work(std::ostream& out, const VariantsReport& r) {
 
 void print_memory(std::ostream& out, const VariantsReport& r) {
   out << "\n3. Memory per rank (rank 0; MiB): the state kept between steps, and the peaks; then one attention\n"
-         "   forward on a layer's shapes: its peak Temporary above what was held when it began (KiB), and the\n"
-         "   K/V it holds beyond the rank's own (cp_formulas.hpp)\n";
+         "   forward on a layer's shapes: its peak scratch (Temporary) above what was held when it began, and\n"
+         "   the K/V it holds in communication buffers, counted (cp_formulas.hpp) and measured (KiB)\n";
   const auto mib = [](const char* header, const char* format) {
     return report::Column{.header = header, .format = format, .scale = 1 / kMiB};
   };
@@ -248,15 +249,17 @@ void print_memory(std::ostream& out, const VariantsReport& r) {
   };
   report::Table t({label_column(), mib("params", " %8.3f"), mib("grads", " %8.3f"), mib("optimizer", " %9.3f"),
                    mib("peak:activation", " | %15.3f"), mib("temporary", " %9.3f"), mib("total", " %8.3f"),
-                   kib("attn peak", " | %9.1f"), kib("K/V held", " %8.1f")});
+                   kib("attn scratch", " | %12.1f"), kib("K/V count", " %9.1f"), kib("measured", " %8.1f")});
   for (std::size_t i = 0; i < r.results.size(); ++i)
     t.add({r.results[i].variant.layout.label(), r.at(i, 0, "resident_parameter"), r.at(i, 0, "resident_gradient"),
            r.at(i, 0, "resident_optimizer_state"), r.at(i, 0, "peak_activation"), r.at(i, 0, "peak_temporary"),
            r.at(i, 0, "peak_total"), r.at(i, 0, "attention_forward_peak_temporary"),
-           r.at(i, 0, "attention_kv_formula")});
+           r.at(i, 0, "attention_kv_formula"), r.at(i, 0, "attention_kv_measured")});
   t.print(out);
-  out << "  (every rank holds the whole model: context parallelism splits the activations, not the state; the\n"
-         "   attention's peak also counts its score scratch, [T, W·T] f32 for the all-gather's one block)\n";
+  out << "  (every rank holds the whole model: context parallelism splits the activations, not the state. The\n"
+         "   all-gather's scratch is its one block's [T, W·T] f32 scores. The ring's count is the block it holds\n"
+         "   and the one it receives; the measure sees the received one, and for a moment a sent one the\n"
+         "   communicator's progress thread has not let go of yet)\n";
 }
 
 void print_comm(std::ostream& out, const VariantsReport& r) {

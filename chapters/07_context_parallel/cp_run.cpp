@@ -46,7 +46,8 @@ std::vector<std::string> attention_comm_ops(CpAttention attention) {
   return {};
 }
 
-std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q, const Tensor& k, const Tensor& v) {
+std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q, const Tensor& k, const Tensor& v,
+                                    MemCategory category) {
   MemoryTracker& tracker = MemoryTracker::instance();
   {
     Tensor out = Tensor::empty(q.shape(), q.dtype()), saved;
@@ -56,10 +57,10 @@ std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q,
   // completes; an op queued behind them (this barrier) completes only once they are gone.
   attention.comm().barrier();
   Tensor out = Tensor::empty(q.shape(), q.dtype()), saved;
-  const std::int64_t before = tracker.current()[MemCategory::Temporary];
+  const std::int64_t before = tracker.current()[category];
   tracker.reset_peak();
   attention.attention_forward(q, k, v, out, saved);
-  return tracker.peak()[MemCategory::Temporary] - before;
+  return tracker.peak()[category] - before;
 }
 
 VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
@@ -119,10 +120,11 @@ VariantResult run_variant(Communicator& world, Communicator& metrics, const Trai
     // One attention forward on a layer's shapes, after the counters above are read.
     const ModelConfig& m = cfg.model;
     const std::int64_t T = cfg.seq / variant.layout.cp, D = m.head_dim();
-    r.attention_peak =
-        attention_forward_peak(trainer.attention(), random_tensor({cfg.mbs, T, m.heads, D}, "q", cfg.dtype),
-                               random_tensor({cfg.mbs, T, m.kv_heads, D}, "k", cfg.dtype),
-                               random_tensor({cfg.mbs, T, m.kv_heads, D}, "v", cfg.dtype));
+    const Tensor q = random_tensor({cfg.mbs, T, m.heads, D}, "q", cfg.dtype);
+    const Tensor k = random_tensor({cfg.mbs, T, m.kv_heads, D}, "k", cfg.dtype);
+    const Tensor v = random_tensor({cfg.mbs, T, m.kv_heads, D}, "v", cfg.dtype);
+    r.attention_peak = attention_forward_peak(trainer.attention(), q, k, v);
+    r.kv_measured = attention_forward_peak(trainer.attention(), q, k, v, MemCategory::CommBuffer);
     if (!variant.trace_name.empty()) write_trace(metrics, trace_dir, variant.trace_name);
     r.parameters = trainer.params().flat().to_floats();
   }

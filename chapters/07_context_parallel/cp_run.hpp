@@ -34,6 +34,7 @@ struct VariantResult {
   std::int64_t peak_total = 0;         // the peak of the total (not the sum of the peaks)
   std::int64_t attention_peak = 0;     // one attention forward's peak Temporary (attention_forward_peak)
   std::int64_t kv_formula = 0;         // attention_kv_bytes
+  std::int64_t kv_measured = 0;        // one attention forward's peak CommBuffer: the K/V it received
   CommStats cp_comm, dp_cp_comm;       // this rank, all steps
   CommCount counted;                   // per step
   std::vector<double> step_seconds;
@@ -52,11 +53,13 @@ struct VariantResult {
 VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
                           const Variant& variant, const std::string& trace_dir);
 
-// The Temporary bytes one attention forward holds at its peak above what was held when it began,
-// on q [B, T, H, D], k, v [B, T, G, D] (collective over the attention's group). It runs the forward
-// twice and measures the second (the first builds what the variant keeps between calls), and
-// restarts the tracker's peaks.
-std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q, const Tensor& k, const Tensor& v);
+// The bytes of `category` one attention forward holds at its peak above what was held when it
+// began, on q [B, T, H, D], k, v [B, T, G, D] (collective over the attention's group): Temporary
+// for its scratch, CommBuffer for the other ranks' K/V it holds (the all-gather's gathered K/V,
+// the ring's blocks in flight). It runs the forward twice and measures the second (the first
+// builds what the variant keeps between calls), and restarts the tracker's peaks.
+std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q, const Tensor& k, const Tensor& v,
+                                    MemCategory category = MemCategory::Temporary);
 
 // The names of the "comm" spans of a variant's attention traffic: send and recv (ring),
 // all_gather and reduce_scatter, all_to_all.

@@ -13,7 +13,7 @@ KvGatherAttention::KvGatherAttention(Communicator& cp, CpSharding sharding) : Cp
 
 Tensor KvGatherAttention::gather_sequence(const Tensor& x) {
   const std::int64_t B = x.dim(0), T = x.dim(1), G = x.dim(2), D = x.dim(3), W = cp_.size();
-  Tensor all = Tensor::empty({B, W * T, G, D}, x.dtype(), MemCategory::Temporary);
+  Tensor all = Tensor::empty({B, W * T, G, D}, x.dtype(), MemCategory::CommBuffer);  // the other ranks' K or V
   // One sequence at a time: its T rows from every rank land rank-major in its W·T rows, so the
   // gathered tensor needs no reordering (and no second buffer).
   for (std::int64_t b = 0; b < B; ++b) {
