@@ -27,7 +27,8 @@ CommCount count_comm(const TrainingConfig& cfg, const CpLayout& layout, std::int
                      int dp_cp_rank) {
   CommCount c;
   const u64 W = static_cast<u64>(layout.cp), B = static_cast<u64>(cfg.mbs), T = static_cast<u64>(cfg.seq) / W;
-  const u64 H = static_cast<u64>(cfg.model.heads), G = static_cast<u64>(cfg.model.kv_heads);
+  // With tp, a rank's attention runs on its share of the heads.
+  const u64 H = static_cast<u64>(cfg.model.heads / layout.tp), G = static_cast<u64>(cfg.model.kv_heads / layout.tp);
   const u64 D = static_cast<u64>(cfg.model.head_dim()), e = dtype_size(cfg.dtype), f32 = 4;
   // Attention forwards per step: one per layer and micro-batch, twice under full recomputation
   // (backward runs each layer's forward again); one backward per layer and micro-batch.
@@ -66,16 +67,19 @@ CommCount count_comm(const TrainingConfig& cfg, const CpLayout& layout, std::int
       break;
     }
   }
-  // The gradient: one all-reduce over the dp·cp ranks of the whole model's (every rank holds it).
-  if (layout.world() > 1) {
-    Counter dp_cp{c.dp_cp_bytes, c.dp_cp_calls, layout.world(), dp_cp_rank};
-    dp_cp.add(CommOp::all_reduce, 1, static_cast<u64>(cfg.model.num_parameters()) * e);
+  // The gradient: one all-reduce over the dp·cp ranks of what a rank holds (the whole model, or
+  // with tp its shard, the same size on every tp rank).
+  if (layout.dp * layout.cp > 1) {
+    u64 held = 0;
+    for (const ParamInfo& p : llama_param_layout(cfg.model, TpShard{layout.tp, 0})) held += static_cast<u64>(p.numel);
+    Counter dp_cp{c.dp_cp_bytes, c.dp_cp_calls, layout.dp * layout.cp, dp_cp_rank};
+    dp_cp.add(CommOp::all_reduce, 1, held * e);
   }
   return c;
 }
 
 std::int64_t attention_kv_bytes(const TrainingConfig& cfg, const CpLayout& layout) {
-  const std::int64_t W = layout.cp, kv = cfg.mbs * (cfg.seq / W) * cfg.model.kv_dim() *
+  const std::int64_t W = layout.cp, kv = cfg.mbs * (cfg.seq / W) * (cfg.model.kv_dim() / layout.tp) *
                                           static_cast<std::int64_t>(dtype_size(cfg.dtype));
   switch (layout.attention) {
     case CpAttention::all_gather: return 2 * W * kv;  // K and V of the whole sequence

@@ -1,13 +1,18 @@
-// CpTrainer: training on a dp × cp mesh. Each of the dp replicas splits every sequence of its
-// micro-batches over cp ranks (cp_layout.hpp: contiguous or zig-zag chunks), runs the model on its
-// tokens with a context-parallel attention (cp_attention.hpp), and the gradients are averaged
+// CpTrainer: training on a dp × cp (× tp) mesh. Each of the dp replicas splits every sequence of
+// its micro-batches over cp ranks (cp_layout.hpp: contiguous or zig-zag chunks), runs the model on
+// its tokens with a context-parallel attention (cp_attention.hpp), and the gradients are averaged
 // over all dp·cp ranks: a rank's loss is the mean over its tokens, the global loss the mean of the
 // ranks' (they all hold the same number of tokens), so the global gradient is the mean of theirs.
+// With tp > 1 each of those ranks is a tensor-parallel group of tp ranks (chapter 06's MegatronTp,
+// no sequence parallelism): they hold a TpShard of the weights and split each layer's heads, so
+// the CP attention runs on a rank's heads / tp heads; the dp·cp average is over the ranks holding
+// the same shard. Mesh order "tp-cp-dp-pp": TP peers are neighbours, then CP.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "chapters/06_tensor_parallel/megatron_tp.hpp"
 #include "chapters/07_context_parallel/cp_attention.hpp"
 #include "common/data/dataset.hpp"
 #include "common/mesh.hpp"
@@ -22,14 +27,16 @@ struct CpLayout {
   int cp = 1;
   CpSharding sharding = CpSharding::zigzag;
   CpAttention attention = CpAttention::ring;
+  int tp = 1;  // each rank of the dp × cp mesh a tensor-parallel group of tp ranks
 
-  int world() const { return dp * cp; }
-  std::string label() const;  // "CP 4 ring zig-zag", "DP 2 × CP 2 all-gather contiguous"
+  int world() const { return dp * cp * tp; }
+  std::string label() const;  // "CP 4 ring zig-zag", "DP 2 × CP 2 all-gather contiguous", "CP 2 × TP 2 ring ..."
 };
 
-// UsageError (the same on every rank) when the layout cannot run: dp·cp not the world size, seq
-// not a multiple of cp (contiguous) or 2·cp (zig-zag), or (all-to-all) cp not dividing the heads
-// and the kv heads.
+// UsageError (the same on every rank) when the layout cannot run: dp·cp·tp not the world size, seq
+// not a multiple of cp (contiguous) or 2·cp (zig-zag), tp not dividing the heads, kv heads, ffn
+// and vocabulary (chapter 06's split), or (all-to-all) cp not dividing a TP rank's heads and kv
+// heads.
 void check_cp_layout(const CpLayout& layout, int world_size, const ModelConfig& model, std::int64_t seq);
 
 // This rank's tokens of a batch: inputs and targets [B, T] -> [B, T / cp] at `positions`.
@@ -51,6 +58,7 @@ class CpTrainer {
   Communicator& cp() { return mesh_->cp(); }
   Communicator& dp() { return mesh_->dp(); }
   Communicator& dp_cp() { return mesh_->dp_cp(); }
+  Communicator& tp() { return mesh_->tp(); }
   ParamStore& params() { return *store_; }
   Model& model() { return *model_; }
   CpAttentionBase& attention() { return *attention_; }
@@ -59,6 +67,7 @@ class CpTrainer {
  private:
   CpLayout layout_;
   std::unique_ptr<Mesh> mesh_;
+  std::unique_ptr<ch06::MegatronTp> tp_;  // tp > 1 only
   std::unique_ptr<CpAttentionBase> attention_;
   std::unique_ptr<ParamStore> store_;
   std::unique_ptr<Model> model_;

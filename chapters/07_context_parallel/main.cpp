@@ -40,7 +40,7 @@ using namespace usp::ch07;
 
 struct Setup {
   TrainingInputs in;
-  int cp = 1, dp = 1;
+  int cp = 1, dp = 1, tp = 1;
   std::vector<Variant> variants = {};
   std::int64_t grad_acc = 0;  // micro-batches per replica and step
 };
@@ -76,11 +76,16 @@ std::vector<E> parse_list(const std::string& flag, const std::string& text, cons
 // (check_cp_layout) against the model and the sequence.
 void plan_variants(Setup& s, const Cli& cli, int world) {
   const TrainingConfig& cfg = s.in.config;
-  s.cp = cli.given("cp") ? static_cast<int>(cli.get_int("cp")) : world;
-  if (world % s.cp != 0)
+  s.tp = static_cast<int>(cli.get_int("tp"));
+  if (world % s.tp != 0)
+    throw UsageError("--tp " + std::to_string(s.tp) + " does not divide the " + std::to_string(world) +
+                     " ranks of this run");
+  s.cp = cli.given("cp") ? static_cast<int>(cli.get_int("cp")) : world / s.tp;
+  if ((world / s.tp) % s.cp != 0)
     throw UsageError("--cp " + std::to_string(s.cp) + " does not divide the " + std::to_string(world) +
-                     " ranks of this run (each of the dp = W / cp replicas is cp ranks)");
-  s.dp = world / s.cp;
+                     " ranks of this run" + (s.tp > 1 ? " over --tp " + std::to_string(s.tp) : std::string()) +
+                     " (each of the dp = W / (cp·tp) replicas is cp·tp ranks)");
+  s.dp = world / s.tp / s.cp;
   const auto attentions = parse_list<CpAttention>(
       "attention", cli.get_string("attention"), {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all},
       attention_name);
@@ -88,7 +93,7 @@ void plan_variants(Setup& s, const Cli& cli, int world) {
                                                 {CpSharding::contiguous, CpSharding::zigzag}, sharding_name);
   for (CpAttention a : attentions)
     for (CpSharding sh : shardings) {
-      const CpLayout layout{s.dp, s.cp, sh, a};
+      const CpLayout layout{s.dp, s.cp, sh, a, s.tp};
       check_cp_layout(layout, world, cfg.model, cfg.seq);
       s.variants.push_back({layout, s.grad_acc, "trace_" + variant_name(layout)});
     }
@@ -127,8 +132,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
           "all-to-all, in contiguous or zig-zag chunks");
   cli.add_common("out/07_context_parallel");
   add_training_flags(cli, {"usp-small", 256, 1, 3, 3e-3});
-  cli.add_int("cp", 1, "context-parallel ranks per sequence (default: the world size W); dp = W / cp replicas", 1,
+  cli.add_int("cp", 1, "context-parallel ranks per sequence (default: W / tp); dp = W / (cp·tp) replicas", 1,
               1 << 16);
+  cli.add_int("tp", 1, "tensor-parallel ranks per CP rank (chapter 06's split, no SP): a dp × cp × tp mesh", 1, 1 << 16);
   cli.add_string("attention", "ring,all-gather,all-to-all",
                  "the context-parallel attentions to run side by side, comma-separated");
   cli.add_string("sharding", "contiguous,zig-zag", "the layouts of the tokens to run each attention with");

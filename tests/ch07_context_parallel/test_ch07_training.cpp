@@ -24,6 +24,7 @@
 using namespace usp;
 using namespace usp::ch07;
 using usp::testing::elementwise_mismatch;
+using usp::testing::max_abs;
 using usp::testing::Tolerance;
 using usp::testing::world;
 
@@ -53,12 +54,6 @@ std::vector<CpLayout> layouts_for(int W) {
       if (W == 4) out.push_back({2, 2, s, a});
     }
   return out;
-}
-
-double max_abs(const std::vector<float>& a) {
-  double m = 0;
-  for (float x : a) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
 }
 
 testing::Run cp_run(Communicator& w, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
@@ -135,6 +130,50 @@ TEST_CASE("bf16: every CP attention and layout trains like the single-rank bf16 
       // O(1e-2)). Measured: at most 9.2e-5 (the second step; the first agrees to 1e-15).
       for (std::size_t step = 0; step < got.losses.size(); ++step)
         CHECK(std::fabs(got.losses[step] - base.losses[step]) <= std::ldexp(1.0, -8) * base.losses[step]);
+    }
+}
+
+TEST_CASE("CP × TP on one mesh: every attention and layout with tp 2 trains like the single-rank baseline",
+          "[ch07][mpi]") {
+  Communicator& w = world();
+  if (w.size() != 4) return;  // cp 2 × tp 2
+  auto metrics = w.split(0, w.rank());
+  const TrainingConfig cfg = cp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const testing::Run base = testing::baseline(cfg, *data, 1);
+  for (CpAttention a : kAttentions)
+    for (CpSharding s : kShardings) {
+      const CpLayout layout{1, 2, s, a, 2};
+      INFO(layout.label() << ", rank " << w.rank());
+      CpTrainer trainer(w, cfg, layout);
+      std::vector<double> losses;
+      std::vector<float> grad0;
+      for (std::int64_t step = 0; step < cfg.steps; ++step) {
+        losses.push_back(testing::mean_over_ranks(*metrics, trainer.step(rank_micro_batches(*data, step, 0, 1, cfg.mbs, cfg.seq))));
+        if (step == 0) grad0 = trainer.params().flat_grad().to_floats();
+      }
+      // This rank's shard of the baseline's flat vectors (chapter 06's layout: element j of a
+      // parameter is element full_index(j) of the unsharded one).
+      auto shard_of = [&](const std::vector<float>& full) {
+        const std::vector<ParamInfo> whole = llama_param_layout(cfg.model);
+        std::vector<float> out;
+        for (std::size_t i = 0; i < trainer.params().infos().size(); ++i) {
+          const ParamInfo& p = trainer.params().infos()[i];
+          for (std::int64_t j = 0; j < p.numel; ++j)
+            out.push_back(full[static_cast<std::size_t>(whole[i].offset + p.full_index(j))]);
+        }
+        return out;
+      };
+      const std::vector<float> want = shard_of(base.grad0);
+      const double gmax = max_abs(want);
+      REQUIRE(gmax > 0);
+      // The bounds of the fp32 test above (TP's row blocks add one more partial sum per layer:
+      // the same few ulps).
+      CHECK(std::fabs(losses[0] - base.losses[0]) <= 1e-6 * base.losses[0]);
+      CHECK(elementwise_mismatch(grad0, want, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
+      for (std::size_t st = 0; st < losses.size(); ++st) CHECK(std::fabs(losses[st] - base.losses[st]) <= 1e-6 * base.losses[st]);
+      CHECK(elementwise_mismatch(trainer.params().flat().to_floats(), shard_of(base.params),
+                                 Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
     }
 }
 
@@ -295,7 +334,7 @@ TEST_CASE("check_cp_layout refuses what cannot run, with one message", "[ch07]")
   CHECK_THROWS_WITH(check_cp_layout({2, 2, CpSharding::zigzag, CpAttention::ring}, 3, m, 16),
                     Catch::Contains("the mesh dp 2 × cp 2 = 4 ranks does not match the 3 ranks of this run"));
   CHECK_THROWS_WITH(check_cp_layout({0, 2, CpSharding::zigzag, CpAttention::ring}, 0, m, 16),
-                    Catch::Contains("--dp and --cp must be >= 1"));
+                    Catch::Contains("--dp, --cp and --tp must be >= 1"));
   ModelConfig six = m;
   six.heads = 6;
   six.kv_heads = 3;
