@@ -9,11 +9,10 @@ holds (the experts' share falls as 1/ep, the dense part stays).
 
     python3 plots/ch09_a2a_bytes.py --in out/09_expert_parallel --out plots/out
 """
-import csv
 import os
 import sys
 
-from figure_io import MIB, parse_args, plt, save  # noqa: E402
+from figure_io import MIB, parse_args, plt, read_csv, save  # noqa: E402
 
 NEEDED = ["variant", "ep", "aux", "rank", "a2a_bytes_per_step", "params_held", "peak_total_bytes"]
 
@@ -21,13 +20,7 @@ NEEDED = ["variant", "ep", "aux", "rank", "a2a_bytes_per_step", "params_held", "
 def main():
     args = parse_args(__doc__, "out/09_expert_parallel", "folder with ep_ranks.csv")
     path = os.path.join(args.inp, "ep_ranks.csv")
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (run ch09_expert_parallel first)")
-    if not rows or any(c not in rows[0] for c in NEEDED):
-        sys.exit(f"{path}: expected the columns {','.join(NEEDED)} and at least one row")
+    rows = read_csv(path, NEEDED, "ch09_expert_parallel")
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     ranks = sorted({int(r["rank"]) for r in rows})
     width = 0.8 / len(variants)

@@ -10,12 +10,11 @@ both runs on one axis. Without the loss a few experts take most tokens; with it 
 
     python3 plots/ch09_tokens_per_expert.py --in out/09_expert_parallel --out plots/out
 """
-import csv
 import os
 import sys
 from collections import defaultdict
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import parse_args, plt, read_csv, save  # noqa: E402
 
 NEEDED = ["variant", "ep", "aux", "step", "layer", "expert", "routed", "kept"]
 
@@ -23,13 +22,7 @@ NEEDED = ["variant", "ep", "aux", "step", "layer", "expert", "routed", "kept"]
 def main():
     args = parse_args(__doc__, "out/09_expert_parallel", "folder with tokens_per_expert.csv")
     path = os.path.join(args.inp, "tokens_per_expert.csv")
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (run ch09_expert_parallel first)")
-    if not rows or any(c not in rows[0] for c in NEEDED):
-        sys.exit(f"{path}: expected the columns {','.join(NEEDED)} and at least one row")
+    rows = read_csv(path, NEEDED, "ch09_expert_parallel")
     ep = max(int(r["ep"]) for r in rows)
     # kept[aux][step][layer][expert]
     kept = {0: defaultdict(lambda: defaultdict(dict)), 1: defaultdict(lambda: defaultdict(dict))}

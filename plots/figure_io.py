@@ -42,3 +42,18 @@ def save(fig, out_dir, name, rect=None):
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
     return path
+
+
+def read_csv(path, needed, producer):
+    """The rows of a CSV a chapter wrote (csv.DictReader), or exit with a message: the file is
+    missing ("run <producer> first") or lacks a column of `needed`."""
+    import csv
+    import sys
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror} (run {producer} first)")
+    if not rows or any(c not in rows[0] for c in needed):
+        sys.exit(f"{path}: expected the columns {','.join(needed)} and at least one row")
+    return rows

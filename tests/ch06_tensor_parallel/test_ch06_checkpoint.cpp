@@ -6,7 +6,7 @@
 // [mpi] cases run on 1, 2 and 4 ranks, with t = the world size (and dp 2 × tp 2 on 4).
 // Two hidden cases are the usp_eval end-to-end test's (tests/ch06_tensor_parallel/CMakeLists.txt):
 // "[.ch06_eval_fixture]" saves a TP checkpoint, a text and the TP model's loss on it into
-// $USP_CH06_FIXTURE_DIR, the usp_eval executable evaluates the checkpoint, and
+// $USP_EVAL_FIXTURE_DIR, the usp_eval executable evaluates the checkpoint, and
 // "[.ch06_eval_check]" compares what it printed with the TP model's loss.
 #include <unistd.h>
 
@@ -26,6 +26,7 @@
 #include "tests/support/elementwise_check.hpp"
 #include "tests/ch06_tensor_parallel/tp_fixtures.hpp"
 #include "tests/support/test_world.hpp"
+#include "tests/support/usp_eval_fixture.hpp"
 
 using namespace usp;
 using namespace usp::ch06;
@@ -226,56 +227,31 @@ TEST_CASE("checkpoint errors reach every rank: another shape, a missing checkpoi
 
 namespace {
 
-std::string fixture_dir() {
-  const char* d = std::getenv("USP_CH06_FIXTURE_DIR");
-  REQUIRE(d != nullptr);
-  return d;
-}
-
-// Some English with every line different, a little over 2 KB.
-std::string sample_text() {
-  std::string s;
-  for (int i = 0; i < 40; ++i)
-    s += "Line " + std::to_string(i) + ": the tensor-parallel model saved " + std::to_string(i * 7 % 13) +
-         " whole matrices.\n";
-  return s;
-}
-
-constexpr std::int64_t kEvalSeq = 16, kEvalBatch = 3;  // what the ctest entry passes to usp_eval
-
 }  // namespace
 
 TEST_CASE("usp_eval fixture: a TP checkpoint, a text and the TP model's loss on it", "[.ch06_eval_fixture]") {
   Communicator& w = world();
-  const std::string d = fixture_dir();
+  const std::string d = testing::eval_fixture_dir();
   TrainingConfig cfg = tp_training();
   const auto data = make_dataset("synthetic", cfg.seed);
   TpTrainer trainer(w, cfg, {1, w.size(), false});
   for (std::int64_t step = 0; step < 2; ++step)
     trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), 1, cfg.mbs, cfg.seq));
   save_tp_checkpoint(w, trainer, d + "/ckpt");
-  if (w.rank() == 0) std::ofstream(d + "/text.txt", std::ios::binary) << sample_text();
+  if (w.rank() == 0) std::ofstream(d + "/text.txt", std::ios::binary) << testing::eval_sample_text();
   w.barrier();
   const TextCorpus text(d + "/text.txt", 0);
-  const TextLoss loss = evaluate_text(trainer.model(), text, kEvalSeq, kEvalBatch);  // collective over tp
+  const TextLoss loss = evaluate_text(trainer.model(), text, testing::kEvalSeq, testing::kEvalBatch);  // collective over tp
   REQUIRE(std::isfinite(loss.mean_loss));
-  if (w.rank() == 0) std::ofstream(d + "/tp_loss.txt") << std::setprecision(17) << loss.mean_loss << "\n";
+  if (w.rank() == 0) testing::save_expected_loss(d, loss.mean_loss);
 }
 
 TEST_CASE("usp_eval check: its loss of the TP checkpoint is the TP model's", "[.ch06_eval_check]") {
-  const std::string d = fixture_dir();
-  std::ifstream in(d + "/tp_loss.txt");
-  double tp = 0;
-  REQUIRE(in >> tp);
-  std::ifstream json_file(d + "/eval.json");
-  REQUIRE(json_file);
-  std::stringstream json;
-  json << json_file.rdbuf();
-  const JsonValue got = parse_json(json.str(), "eval.json");
-  const double loss = json_double(got.at("loss"));
+  const testing::EvalResult r = testing::read_eval_result(testing::eval_fixture_dir());
+  const double loss = r.loss, tp = r.expected;
   INFO("usp_eval " << loss << ", TP model " << tp);
-  CHECK(json_string(got.at("model")) == tp_training().model.name);
-  CHECK(json_int64(got.at("seq")) == kEvalSeq);
+  CHECK(r.model == tp_training().model.name);
+  CHECK(r.seq == testing::kEvalSeq);
   CHECK(std::isfinite(loss));
   CHECK(std::fabs(loss - tp) <= kLossRel * tp);  // one device against t ranks: the bound above
 }

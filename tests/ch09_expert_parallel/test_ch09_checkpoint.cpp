@@ -2,7 +2,7 @@
 // It loads on one device with every parameter equal, bit for bit, to the EP ranks' own (dense
 // from any rank, each expert from its holder). The usp_eval end-to-end test (its ctest entry
 // runs the hidden cases): "[.ch09_eval_fixture]" trains with EP, saves, writes a text and the EP
-// model's loss on it into $USP_CH09_FIXTURE_DIR; usp_eval evaluates the checkpoint on one device;
+// model's loss on it into $USP_EVAL_FIXTURE_DIR; usp_eval evaluates the checkpoint on one device;
 // "[.ch09_eval_check]" compares the two losses.
 #include <unistd.h>
 
@@ -21,6 +21,7 @@
 #include "common/io/json_value.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/test_world.hpp"
+#include "tests/support/usp_eval_fixture.hpp"
 
 using namespace usp;
 using namespace usp::ch09;
@@ -49,14 +50,6 @@ std::string shared_dir(Communicator& w, const std::string& tag) {
       .string();
 }
 
-std::string fixture_dir() {
-  const char* d = std::getenv("USP_CH09_FIXTURE_DIR");
-  REQUIRE(d != nullptr);
-  return d;
-}
-
-constexpr std::int64_t kEvalSeq = 16, kEvalBatch = 3;  // what the ctest entry passes to usp_eval
-
 }  // namespace
 
 TEST_CASE("an EP checkpoint is one Mixtral checkpoint holding every rank's parameters bit for bit", "[ch09][mpi]") {
@@ -84,37 +77,28 @@ TEST_CASE("an EP checkpoint is one Mixtral checkpoint holding every rank's param
 
 TEST_CASE("usp_eval fixture: an EP checkpoint, a text and the EP model's loss on it", "[.ch09_eval_fixture]") {
   Communicator& w = world();
-  const std::string d = fixture_dir();
+  const std::string d = testing::eval_fixture_dir();
   const TrainingConfig cfg = moe_training();
   const auto data = make_dataset("synthetic", cfg.seed);
   EpTrainer trainer(w, cfg, {w.size(), w.size()});
   for (std::int64_t step = 0; step < 2; ++step)
     trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), 1, cfg.mbs, cfg.seq));
   save_ep_checkpoint(w, trainer, d + "/ckpt");
-  if (w.rank() == 0) {
-    std::ofstream text(d + "/text.txt", std::ios::binary);
-    for (int i = 0; i < 40; ++i) text << "Line " << i << ": the experts of rank " << i % 4 << " saw " << i * 7 % 13 << " tokens.\n";
-  }
+  if (w.rank() == 0) std::ofstream(d + "/text.txt", std::ios::binary) << testing::eval_sample_text();
   w.barrier();
   // Every rank evaluates the same windows (the MoE layers exchange rows in every batch).
-  const TextLoss loss = evaluate_text(trainer.model(), TextCorpus(d + "/text.txt", 0), kEvalSeq, kEvalBatch);
+  const TextLoss loss =
+      evaluate_text(trainer.model(), TextCorpus(d + "/text.txt", 0), testing::kEvalSeq, testing::kEvalBatch);
   REQUIRE(std::isfinite(loss.mean_loss));
-  if (w.rank() == 0) std::ofstream(d + "/ep_loss.txt") << std::setprecision(17) << loss.mean_loss << "\n";
+  if (w.rank() == 0) testing::save_expected_loss(d, loss.mean_loss);
 }
 
 TEST_CASE("usp_eval check: its loss of the EP checkpoint is the EP model's", "[.ch09_eval_check]") {
-  const std::string d = fixture_dir();
-  std::ifstream in(d + "/ep_loss.txt");
-  double ep = 0;
-  REQUIRE(in >> ep);
-  std::ifstream json_file(d + "/eval.json");
-  REQUIRE(json_file);
-  std::stringstream json;
-  json << json_file.rdbuf();
-  const JsonValue got = parse_json(json.str(), "eval.json");
-  const double loss = json_double(got.at("loss"));
+  const testing::EvalResult r = testing::read_eval_result(testing::eval_fixture_dir());
+  const double loss = r.loss, ep = r.expected;
   INFO("usp_eval " << loss << ", EP model " << ep);
-  CHECK(json_string(got.at("model")) == moe_training().model.name);
+  CHECK(r.model == moe_training().model.name);
+  CHECK(r.seq == testing::kEvalSeq);
   // One device against ep ranks: the same weights and tokens; each expert's rows multiplied in
   // another order (sources in rank order): fp32 reassociation, a few ulps of the loss (6e-8
   // each). 1e-5 relative; a wrong or missing expert in the checkpoint changes it by O(1e-2).
