@@ -10,7 +10,6 @@ holds (the experts' share falls as 1/ep, the dense part stays).
     python3 plots/ch09_a2a_bytes.py --in out/09_expert_parallel --out plots/out
 """
 import os
-import sys
 
 from figure_io import MIB, parse_args, plt, read_csv, save  # noqa: E402
 
