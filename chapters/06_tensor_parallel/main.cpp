@@ -204,11 +204,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // every layout.
   const VariantResult& last = report.results.back();
   CommStats traffic = last.tp_comm;
-  for (int op = 0; op < kNumCommOps; ++op) {
-    traffic.calls[op] += last.dp_comm.calls[op];
-    traffic.payload_bytes[op] += last.dp_comm.payload_bytes[op];
-    traffic.bytes_sent[op] += last.dp_comm.bytes_sent[op];
-  }
+  traffic += last.dp_comm;
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "06_tensor_parallel", .losses = last.losses,
                           .tokens_per_second = tokens_per_step / last.median_step_seconds(),

@@ -60,4 +60,14 @@ std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communic
   throw Error("make_cp_attention: unknown variant");
 }
 
+std::vector<Block> CpAttentionBase::all_visible_blocks() const {
+  const int W = cp_.size(), rank = cp_.rank();
+  std::vector<Block> blocks;
+  for (int qc : rank_chunks(sharding_, W, rank))
+    for (int w = 0; w < W; ++w)
+      for (int kc : rank_chunks(sharding_, W, w))
+        if (kc <= qc) blocks.push_back({qc, kc, kc == qc});
+  return blocks;
+}
+
 }  // namespace usp::ch07

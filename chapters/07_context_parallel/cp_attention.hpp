@@ -50,6 +50,10 @@ class CpAttentionBase : public ContextParallel {
   CpSharding sharding() const { return sharding_; }
   const AttentionWork& work() const { return work_; }
   void reset_work() { work_ = {}; }
+  // The blocks of the causal mask a rank computes when it sees every key at once (all-gather,
+  // all-to-all): each of its query chunks against every visible key chunk of every rank, in the
+  // gathered order (rank after rank, each rank's chunks in its storage order).
+  std::vector<Block> all_visible_blocks() const;
 
  protected:
   Communicator& cp_;

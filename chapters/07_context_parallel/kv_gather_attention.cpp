@@ -26,7 +26,6 @@ Tensor KvGatherAttention::gather_sequence(const Tensor& x) {
 void KvGatherAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                                           Tensor& saved) {
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2);
-  const int W = cp_.size(), rank = cp_.rank();
   const Tensor K = gather_sequence(k), V = gather_sequence(v);  // [B, W·T, G, D]
   const Tensor& k_pos = gathered_positions(T);
   saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation);  // the log-sum-exp
@@ -38,12 +37,7 @@ void KvGatherAttention::attention_forward(const Tensor& q, const Tensor& k, cons
   work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // One step; its blocks are the (query chunk, key chunk) pairs with a visible key, the key
   // chunks in the gathered order (rank after rank, each rank's chunks in its storage order).
-  std::vector<Block> blocks;
-  for (int qc : rank_chunks(sharding_, W, rank))
-    for (int w = 0; w < W; ++w)
-      for (int kc : rank_chunks(sharding_, W, w))
-        if (kc <= qc) blocks.push_back({qc, kc, kc == qc});
-  work_.blocks_per_step = {std::move(blocks)};
+  work_.blocks_per_step = {all_visible_blocks()};
 }
 
 void KvGatherAttention::attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -200,11 +200,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // holds every variant.
   const VariantResult& last = report.results.back();
   CommStats traffic = last.cp_comm;
-  for (int op = 0; op < kNumCommOps; ++op) {
-    traffic.calls[op] += last.dp_cp_comm.calls[op];
-    traffic.payload_bytes[op] += last.dp_cp_comm.payload_bytes[op];
-    traffic.bytes_sent[op] += last.dp_cp_comm.bytes_sent[op];
-  }
+  traffic += last.dp_cp_comm;
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "07_context_parallel", .losses = last.losses,
                           .tokens_per_second = tokens_per_step / last.median_step_seconds(), .dp = setup.dp,

@@ -74,7 +74,7 @@ void UlyssesAttention::to_tokens(const Tensor& y, Tensor& into) {
 void UlyssesAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                                          Tensor& saved) {
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), D = q.dim(3);
-  const int W = cp_.size(), rank = cp_.rank();
+  const int W = cp_.size();
   const Tensor qh = to_heads(q), kh = to_heads(k), vh = to_heads(v);  // [B, W·T, heads/W, D]
   const Tensor& pos = gathered_positions(T);
   Tensor outh = Tensor::empty({B, W * T, H / W, D}, DType::f32, MemCategory::Temporary);
@@ -89,12 +89,7 @@ void UlyssesAttention::attention_forward(const Tensor& q, const Tensor& k, const
   // One step: for its heads the rank computes every block of the causal mask; per (query chunk,
   // key chunk) of its own tokens that is the same list as the others', so the work is listed as
   // the rank's query chunks against every visible key chunk (as the all-gather does).
-  std::vector<Block> blocks;
-  for (int qc : rank_chunks(sharding_, W, rank))
-    for (int w = 0; w < W; ++w)
-      for (int kc : rank_chunks(sharding_, W, w))
-        if (kc <= qc) blocks.push_back({qc, kc, kc == qc});
-  work_.blocks_per_step = {std::move(blocks)};
+  work_.blocks_per_step = {all_visible_blocks()};
 }
 
 void UlyssesAttention::attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
