@@ -97,6 +97,13 @@ std::vector<ModelConfig> builtins() {
       // Mixtral 8x7B (its published config: 8 experts of ffn 14336, top-2; 46.7B parameters,
       // 12.9B active per token).
       moe(shape("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, false, 1000000.0, 32768), 8, 2),
+      // The playbook's benchmark models (about 1.34B, 3.57B, 8.86B and 80B parameters, Llama 3's
+      // vocabulary): Llama 3.2 1B / 3B and Llama 3.1 8B / 70B dimensions with full multi-head
+      // attention (kv heads = heads), the shapes whose exact counts give those sizes.
+      shape("playbook-1.34b", 16, 2048, 32, 32, 8192, 128256, true, 500000.0, 131072),
+      shape("playbook-3.57b", 28, 3072, 24, 24, 8192, 128256, true, 500000.0, 131072),
+      shape("playbook-8.86b", 32, 4096, 32, 32, 14336, 128256, false, 500000.0, 131072),
+      shape("playbook-80b", 80, 8192, 64, 64, 28672, 128256, false, 500000.0, 131072),
       // The course's CPU-sized models, byte-level vocabulary.
       shape("usp-tiny", 2, 64, 4, 2, 192, 256, false, 10000.0, 4096),
       shape("usp-small", 4, 256, 8, 4, 768, 256, false, 10000.0, 4096),

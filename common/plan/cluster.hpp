@@ -1,0 +1,39 @@
+// A GPU cluster as the planner (planner.hpp) sees it: nodes of GPUs with a peak FLOP rate and a
+// memory, and the bus bandwidth NCCL's collectives reach over a group spanning a number of nodes
+// (inside one node: NVLink; across nodes: the network). The default is the cluster the
+// Ultra-Scale Playbook measured (8 × H100 SXM per node, its NCCL measurements for 256 MB
+// messages); a JSON file can describe another:
+//   {"name": "...", "gpus_per_node": 8, "peak_tflops": 989.5, "memory_gb": 80,
+//    "tp_within_node": true,
+//    "bus_bandwidth_gbps": {"nodes": [1, 2, 4], "all_reduce": [...], "all_gather": [...],
+//                           "reduce_scatter": [...]}}
+// Bus bandwidth (NCCL's busbw): a ring all-reduce of S bytes over n ranks takes
+// S · 2(n-1)/n / busbw; an all-gather or reduce-scatter of S (the whole) S · (n-1)/n / busbw.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace usp::plan {
+
+struct Cluster {
+  std::string name = "playbook H100 cluster";
+  int gpus_per_node = 8;
+  double peak_flops = 989.5e12;  // dense bf16, per GPU
+  double memory_bytes = 80e9;
+  bool tp_within_node = true;    // a tensor-parallel group may not span nodes
+  // Bus bandwidth in bytes/s for a group spanning nodes[i] nodes (ascending; 1 = inside a node).
+  std::vector<int> nodes = {1, 2, 4, 8, 16, 32, 64};
+  std::vector<double> all_reduce, all_gather, reduce_scatter;
+
+  // The playbook's cluster (its NCCL medians).
+  static Cluster playbook();
+  // From a JSON file (UsageError naming the file and the problem).
+  static Cluster from_file(const std::string& path);
+
+  // The bus bandwidth of a group spanning `spanned` nodes: the table's entry at the largest
+  // count <= spanned (a group over more nodes than measured gets the last entry).
+  double bus(const std::vector<double>& table, int spanned) const;
+};
+
+}  // namespace usp::plan

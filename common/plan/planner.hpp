@@ -1,0 +1,40 @@
+// The cluster planner (usp_plan): every layout of a model on a cluster that fits in the GPUs'
+// memory, ranked by predicted MFU.
+//   layouts   dp · tp · pp = nodes · GPUs per node (tp a divisor of the GPUs per node, or beyond
+//             when the cluster lets TP span nodes; pp a divisor of the layers), ZeRO 0..3 (1..3
+//             only with dp > 1), mbs ∈ {1, 2, 4, 8} with gas = global batch / (dp · mbs · s) a
+//             whole number, recomputation none / selective / full; 1F1B when pp > 1. Context
+//             and expert parallelism are not searched (cp = ep = 1).
+//   memory    usp_calc's per-rank model (calc::memory_per_rank, mixed precision; the first
+//             pipeline stage) must fit in the GPU's memory;
+//   time      step_model.hpp.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "common/model/config.hpp"
+#include "common/plan/cluster.hpp"
+#include "common/plan/step_model.hpp"
+
+namespace usp::plan {
+
+struct PlanRequest {
+  ModelConfig model;
+  int nodes = 1;
+  std::int64_t seq = 4096;
+  std::int64_t global_batch_tokens = 1 << 20;
+};
+
+struct PlannedLayout {
+  PlanLayout layout;
+  std::int64_t memory_bytes = 0;
+  StepTime time;
+  double mfu = 0;
+  double tokens_per_second_per_gpu = 0;
+};
+
+// Every fitting layout, best MFU first. UsageError when the request cannot be planned (no
+// layout divides the global batch, nodes < 1, ...).
+std::vector<PlannedLayout> search_layouts(const PlanRequest& request, const Cluster& cluster);
+
+}  // namespace usp::plan

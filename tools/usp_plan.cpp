@@ -1,0 +1,108 @@
+// usp_plan: the best layouts of a model on a GPU cluster, by predicted MFU (common/plan/).
+//
+//   usp_plan --model M --nodes N [--gpus-per-node 8] [--seq 4096] [--global-batch-tokens 1048576]
+//            [--cluster FILE] [--top K] [--json]
+//
+// Every layout dp · tp · pp of the cluster's GPUs with ZeRO 0-3, micro-batch 1-8 and each
+// recomputation mode is kept if usp_calc's memory model fits it in a GPU, timed by the step model
+// (compute at a fitted efficiency, each collective over the nodes its group spans at NCCL's
+// measured bandwidth, 1F1B's bubble), and ranked by MFU. The text shows why each term costs what
+// it costs; --json prints {"best": [{dp, tp, pp, cp, ep, zero, mbs, gas, recompute, schedule,
+// memory_bytes, step_seconds, tokens_per_second_per_gpu, mfu, ...}], ...}.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "common/cli.hpp"
+#include "common/error.hpp"
+#include "common/json.hpp"
+#include "common/plan/planner.hpp"
+
+namespace {
+
+using namespace usp;
+using namespace usp::plan;
+
+int plan_main(int argc, char** argv) {
+  Cli cli("usp_plan",
+          "The best parallel layouts of a model on a GPU cluster (dp, tp, pp, ZeRO, micro-batch, gradient\n"
+          "accumulation, recomputation), ranked by predicted MFU. Default cluster: the Ultra-Scale\n"
+          "Playbook's H100 nodes and their measured NCCL bandwidth.");
+  cli.add_string("model", "", "built-in model name (e.g. playbook-8.86b, llama3.1-70b)");
+  cli.add_int("nodes", 1, "nodes", 1, 1 << 16);
+  cli.add_int("gpus-per-node", 0, "GPUs per node (default: the cluster's)", 0, 1024);
+  cli.add_int("seq", 4096, "sequence length", 1, 1 << 24);
+  cli.add_int("global-batch-tokens", 1 << 20, "tokens per optimizer step", 1, std::int64_t{1} << 40);
+  cli.add_string("cluster", "", "a JSON file describing another cluster (see common/plan/cluster.hpp)");
+  cli.add_int("top", 5, "how many layouts to show", 1, 1000);
+  cli.add_flag("json", "print JSON instead of the table");
+  cli.parse(argc, argv);
+  if (cli.help_requested()) {
+    std::cout << cli.help();
+    return 0;
+  }
+  if (!cli.given("model")) throw UsageError("--model is required (a built-in name; usp_calc --list-models lists them)");
+  PlanRequest req{ModelConfig::builtin(cli.get_string("model")), static_cast<int>(cli.get_int("nodes")),
+                  cli.get_int("seq"), cli.get_int("global-batch-tokens")};
+  Cluster cluster = cli.given("cluster") ? Cluster::from_file(cli.get_string("cluster")) : Cluster::playbook();
+  if (cli.get_int("gpus-per-node") > 0) cluster.gpus_per_node = static_cast<int>(cli.get_int("gpus-per-node"));
+  if (req.seq > req.model.max_seq)
+    throw UsageError("--seq " + std::to_string(req.seq) + " exceeds the model's max_seq " + std::to_string(req.model.max_seq));
+  const std::vector<PlannedLayout> all = search_layouts(req, cluster);
+  const std::size_t top = std::min<std::size_t>(all.size(), static_cast<std::size_t>(cli.get_int("top")));
+
+  if (cli.get_flag("json")) {
+    JsonWriter j;
+    j.begin_object().field("model", req.model.name).field("nodes", req.nodes).field("gpus_per_node", cluster.gpus_per_node);
+    j.field("seq", req.seq).field("global_batch_tokens", req.global_batch_tokens).field("layouts_that_fit", all.size());
+    j.key("best").begin_array();
+    for (std::size_t i = 0; i < top; ++i) {
+      const PlannedLayout& p = all[i];
+      const calc::TrainingSetup& s = p.layout.setup;
+      j.begin_object().field("dp", s.dp).field("tp", s.tp).field("pp", s.pp).field("cp", s.cp).field("ep", s.ep);
+      j.field("zero", s.zero).field("mbs", s.mbs).field("gas", p.layout.gas).field("recompute", recompute_name(s.recompute));
+      j.field("schedule", p.layout.schedule()).field("memory_bytes", p.memory_bytes).field("step_seconds", p.time.total());
+      j.field("tokens_per_second_per_gpu", p.tokens_per_second_per_gpu).field("mfu", p.mfu);
+      j.field("compute_seconds", p.time.compute).field("dp_seconds", p.time.dp).field("tp_seconds", p.time.tp);
+      j.field("pp_bubble_seconds", p.time.pp_bubble).field("pp_p2p_seconds", p.time.pp_p2p);
+      j.end_object();
+    }
+    j.end_array().end_object();
+    std::cout << j.str() << '\n';
+    return 0;
+  }
+  std::printf("%s on %d node(s) of %d GPUs (%s): seq %lld, %lld tokens per step; %zu layouts fit in %.0f GB\n",
+              req.model.str().c_str(), req.nodes, cluster.gpus_per_node, cluster.name.c_str(),
+              static_cast<long long>(req.seq), static_cast<long long>(req.global_batch_tokens), all.size(),
+              cluster.memory_bytes / 1e9);
+  std::printf("step model: compute at %.0f%% of %.1f TFLOPS, collectives at %.0f%% of the measured bus bandwidth,\n"
+              "%.0f%% of the last micro-batch's backward hiding the DP all-reduce (fitted on the playbook's DP series)\n\n",
+              100 * kComputeEfficiency, cluster.peak_flops / 1e12, 100 * kBandwidthEfficiency, 100 * kOverlap);
+  std::printf("  %3s %3s %3s %4s %4s %4s %-9s %-5s | %8s %7s %6s | %7s %7s %7s %7s %7s\n", "dp", "tp", "pp", "zero",
+              "mbs", "gas", "recompute", "sched", "mem GB", "tok/s", "MFU", "step s", "compute", "DP", "TP", "PP");
+  for (std::size_t i = 0; i < top; ++i) {
+    const PlannedLayout& p = all[i];
+    const calc::TrainingSetup& s = p.layout.setup;
+    std::printf("  %3lld %3lld %3lld %4d %4lld %4lld %-9s %-5s | %8.1f %7.0f %5.1f%% | %7.3f %7.3f %7.3f %7.3f %7.3f\n",
+                static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp), s.zero,
+                static_cast<long long>(s.mbs), static_cast<long long>(p.layout.gas), recompute_name(s.recompute),
+                p.layout.schedule().c_str(), static_cast<double>(p.memory_bytes) / 1e9, p.tokens_per_second_per_gpu,
+                100 * p.mfu, p.time.total(), p.time.compute, p.time.dp, p.time.tp, p.time.pp_bubble + p.time.pp_p2p);
+  }
+  if (all.empty()) std::printf("  (no layout fits: more nodes, or a smaller model)\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return plan_main(argc, argv);
+  } catch (const usp::UsageError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "fatal: " << e.what() << '\n';
+    return 1;
+  }
+}
