@@ -1,0 +1,37 @@
+// The playbook's benchmark campaign, replayed by the planner (common/plan): for each of its four
+// models and each node count, the layout the planner predicts best (the best-configuration
+// heatmap), and the planner's calibration series next to what the playbook measured.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "common/plan/planner.hpp"
+
+namespace usp::ch10 {
+
+struct CampaignCell {
+  std::string model;
+  int nodes = 0;
+  std::size_t fitting = 0;   // layouts that fit in memory
+  plan::PlannedLayout best;  // valid when fitting > 0
+};
+
+// models × nodes, models outermost.
+std::vector<CampaignCell> run_campaign(const std::vector<std::string>& models, const std::vector<int>& nodes,
+                                       const plan::Cluster& cluster);
+
+// The playbook's DP-scaling series of the 1.34B model (the planner's calibration set): measured
+// and predicted MFU per point.
+struct CalibrationPoint {
+  std::int64_t dp = 0, mbs = 0, gas = 0;
+  double measured = 0, predicted = 0;
+};
+std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster);
+
+// campaign.csv: model,nodes,fitting,dp,tp,pp,zero,mbs,gas,recompute,schedule,memory_bytes,
+// step_seconds,tokens_per_second_per_gpu,mfu (empty layout fields where nothing fits).
+std::string campaign_csv(const std::vector<CampaignCell>& cells);
+// calibration.csv: dp,mbs,gas,measured_mfu,predicted_mfu
+std::string calibration_csv(const std::vector<CalibrationPoint>& points);
+
+}  // namespace usp::ch10
