@@ -22,6 +22,15 @@ void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& 
   (void)split_units(model, layout.pp * layout.v);
 }
 
+double share_loss(Communicator& comm, int root, double local) {
+  Tensor loss = Tensor::zeros({2}, DType::i32);
+  if (comm.rank() == root) std::memcpy(loss.raw(), &local, sizeof local);
+  comm.broadcast(loss, root);
+  double out = 0;
+  std::memcpy(&out, loss.raw(), sizeof out);
+  return out;
+}
+
 PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout layout) : layout_(layout) {
   check_pp_layout(layout_, world.size(), cfg.model);
   schedule_ = make_schedule(layout_.schedule, layout_.pp, layout_.m, layout_.v);
@@ -50,14 +59,8 @@ PpStep PpTrainer::step(const std::vector<Batch>& micro_batches) {
   params_->zero_grad();
   PpStep out;
   out.executed = executor_->run(micro_batches, 1.0f / static_cast<float>(layout_.m));
-  // The last stage knows the losses: its rank sends the replica's mean to the other stages, bit
-  // for bit (a double in two i32 elements), over a communicator of its own so that the pipeline
-  // group's counters hold exactly the activations and gradients.
-  Tensor loss = Tensor::zeros({2}, DType::i32);
-  const double mean = out.executed.loss_sum / layout_.m;
-  if (mesh_->pp().rank() == last_rank_) std::memcpy(loss.raw(), &mean, sizeof mean);
-  loss_comm_->broadcast(loss, last_rank_);
-  std::memcpy(&out.loss, loss.raw(), sizeof out.loss);
+  // The last stage knows the losses: the replica's mean, to the other stages.
+  out.loss = share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   params_->average_grads(mesh_->dp());
   params_->step();
   return out;

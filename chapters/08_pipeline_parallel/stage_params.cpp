@@ -6,9 +6,10 @@
 
 namespace usp::ch08 {
 
-StageParams::StageParams(const TrainingConfig& cfg, const std::vector<UnitRange>& ranges) {
+StageParams::StageParams(const TrainingConfig& cfg, const std::vector<UnitRange>& ranges, TpShard tp, EpShard ep,
+                         bool with_optimizer) {
   store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, Device::cpu(),
-                                        StoreLayout{Residency::per_unit, Residency::per_unit, 1});
+                                        StoreLayout{Residency::per_unit, Residency::per_unit, 1, tp, ep});
   for (const UnitRange& r : ranges)
     for (int u = r.first; u <= r.last; ++u) units_.push_back(u);
   std::sort(units_.begin(), units_.end());
@@ -20,7 +21,7 @@ StageParams::StageParams(const TrainingConfig& cfg, const std::vector<UnitRange>
     const auto [begin, end] = store_->unit_range(u);
     Tensor& values = store_->unit_params(u);  // [end - begin] (no padding)
     store_->init_range(cfg.seed, begin, end, values);
-    optimizers_.push_back(std::make_unique<AdamW>(store_->infos(), cfg.adamw, begin, end, values));
+    if (with_optimizer) optimizers_.push_back(std::make_unique<AdamW>(store_->infos(), cfg.adamw, begin, end, values));
   }
 }
 
@@ -32,6 +33,7 @@ void StageParams::average_grads(Communicator& dp) {
 }
 
 void StageParams::step() {
+  USP_CHECK(optimizers_.size() == units_.size(), "StageParams::step: built without an optimizer");
   for (std::size_t i = 0; i < units_.size(); ++i)
     optimizers_[i]->step_range(store_->unit_params(units_[i]), store_->unit_grads(units_[i]));
 }

@@ -4,6 +4,9 @@
 // Each unit is initialised as its slice of the whole model (the seed and the parameters'
 // global element indices), so the pipeline starts from the single-device model's weights, and
 // has its own AdamW over the unit's range of the flat parameter vector.
+// Chapter 10 composes it with the other parallelisms: a TpShard / EpShard makes the units hold
+// this rank's slice of each split weight or its experts (initialised as that slice), and without
+// an optimizer (with_optimizer = false) a ZeRO-1 optimizer elsewhere owns the states.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -20,7 +23,8 @@ namespace usp::ch08 {
 class StageParams {
  public:
   // ranges: the units of this rank's chunks (any order; they must not overlap).
-  StageParams(const TrainingConfig& cfg, const std::vector<UnitRange>& ranges);
+  StageParams(const TrainingConfig& cfg, const std::vector<UnitRange>& ranges, TpShard tp = {}, EpShard ep = {},
+              bool with_optimizer = true);
   ~StageParams();
   StageParams(const StageParams&) = delete;
   StageParams& operator=(const StageParams&) = delete;
@@ -32,7 +36,7 @@ class StageParams {
   // The mean of every held gradient over a data-parallel group (each replica's gradient is that of
   // the mean loss over its own micro-batches; the global batch's is their mean).
   void average_grads(Communicator& dp);
-  void step();  // one AdamW step of every held unit
+  void step();  // one AdamW step of every held unit (Error without an optimizer)
   std::int64_t numel() const;  // parameters held
 
  private:

@@ -32,9 +32,7 @@ Count mlp_per_rank(const TrainingSetup& setup, bool experts_only) {
   return experts_only ? held : held + Count(c.experts) * c.hidden;
 }
 
-std::int64_t layers_on_rank(const TrainingSetup& setup) {
-  return setup.pp == 1 ? setup.model.layers : layers_on_first_stage(setup);
-}
+std::int64_t layers_on_rank(const TrainingSetup& setup) { return layers_on_stage(setup); }
 
 }  // namespace
 
@@ -51,8 +49,10 @@ std::int64_t parameters_per_rank(const TrainingSetup& setup) {
   // router) split t ways, k and v per rank, the two RMSNorm weights (h each) replicated.
   const Count layer = 2 * h * c.heads * d / t + 2 * h * kv_per_rank * d + mlp_per_rank(setup, false) + 2 * h;
   const Count vocab_rows = Count(div_round_up(c.vocab, setup.tp)) * h;  // vocab-parallel embedding / head
-  if (setup.pp == 1) return (vocab_rows + c.layers * layer + h + (c.tied_embeddings ? 0 : vocab_rows)).value();
-  return (vocab_rows + layers_on_first_stage(setup) * layer).value();  // the first stage: embedding + layers
+  Count n = layers_on_stage(setup) * layer;
+  if (setup.stage == 0) n = n + vocab_rows;  // the embedding
+  if (setup.stage == setup.pp - 1) n = n + h + (c.tied_embeddings && setup.pp == 1 ? Count(0) : vocab_rows);  // norm + head
+  return n.value();
 }
 
 std::int64_t zero_shard(std::int64_t n, std::int64_t dp) { return div_round_up(n, dp); }
@@ -77,22 +77,29 @@ std::int64_t playbook_layer_activation_bytes(const TrainingSetup& setup) {
 
 std::int64_t layers_on_first_stage(const TrainingSetup& setup) { return div_round_up(setup.model.layers, setup.pp); }
 
-std::int64_t microbatches_in_flight(const TrainingSetup& setup) { return setup.pp; }
+std::int64_t layers_on_stage(const TrainingSetup& setup) {
+  const std::int64_t L = setup.model.layers, p = setup.pp;
+  return L / p + (setup.stage < L % p ? 1 : 0);
+}
+
+std::int64_t microbatches_in_flight(const TrainingSetup& setup) { return setup.pp - setup.stage; }
 
 MemoryBreakdown memory_per_rank(const TrainingSetup& setup) {
   setup.validate();
   const StateBytes per = state_bytes_per_parameter(setup.precision, setup.fp32_grad_accum);
-  // The dense states shard over dp, the experts' over their data-parallel group (dp·cp/ep).
+  // The dense states shard over the dp·cp ranks that hold the same weights (context parallelism
+  // splits tokens, not weights), the experts' over their own data-parallel group (dp·cp/ep).
   const std::int64_t experts = expert_parameters_per_rank(setup);
   const std::int64_t dense = parameters_per_rank(setup) - experts;
-  const std::int64_t shard = zero_shard(dense, setup.dp) + zero_shard(experts, setup.dp * setup.cp / setup.ep);
+  const std::int64_t shard =
+      zero_shard(dense, setup.dp * setup.cp) + zero_shard(experts, setup.dp * setup.cp / setup.ep);
   const std::int64_t n = dense + experts;
   MemoryBreakdown m;
   m.parameters = checked_mul(per.parameters, setup.zero >= 3 ? shard : n);
   m.gradients = checked_mul(per.gradients, setup.zero >= 2 ? shard : n);
   m.optimizer = checked_mul(per.optimizer, setup.zero >= 1 ? shard : n);
   m.master_weights = checked_mul(per.master_weights, setup.zero >= 1 ? shard : n);
-  m.activations = (Count(layers_on_first_stage(setup)) * microbatches_in_flight(setup) *
+  m.activations = (Count(layers_on_stage(setup)) * microbatches_in_flight(setup) *
                    playbook_layer_activation_bytes(setup)).value();
   (void)m.checked_total();  // a total that does not fit is an error here, not a wrapped number later
   return m;

@@ -8,7 +8,8 @@
 //   fp32                                   4           4        8 (Adam m, v)
 //   mixed                                  2           2       12 (fp32 master 4 + Adam 8)
 //   mixed + fp32 gradient accumulation     2         2 + 4     12
-// ZeRO over N_d = dp ranks, on the rank's parameter count N_r (after TP and PP): stage >= 1
+// ZeRO over N_d = dp·cp ranks (the ranks holding the same weights: context parallelism splits
+//   the tokens, not the weights), on the rank's parameter count N_r (after TP and PP): stage >= 1
 //   shards the optimizer states, >= 2 the gradients, 3 the parameters. A shard holds
 //   ceil(N_r / N_d) elements (flat buffers padded to a multiple of N_d), so when N_d divides
 //   N_r, mixed precision gives 2N+2N+12N/N_d, 2N+14N/N_d, 16N/N_d: the playbook's formulas.
@@ -16,9 +17,10 @@
 //   embedding and of the head is split t ways (ceil(v/t) rows, padded); the RMSNorm weights
 //   are replicated. kv heads split t ways, or, when t is a multiple of them, each rank keeps
 //   one (replicated, as Megatron does for GQA).
-// Pipeline parallelism (p): the numbers are for the FIRST stage, the one that holds the most
-//   activations: the embedding plus ceil(L/p) layers (the final norm and the head live on the
-//   last stage unless p = 1); under 1F1B with at least p micro-batches it keeps p micro-batches
+// Pipeline parallelism (p): the numbers are for one stage, setup.stage, by default the FIRST,
+//   the one that holds the most activations. Stage k runs floor(L/p) layers, one more when
+//   k < L mod p (the first stage: ceil(L/p)); the first adds the embedding, the last the final
+//   norm and the head. Under 1F1B with at least p micro-batches stage k keeps p - k micro-batches
 //   in flight.
 // Activations (playbook / Korthikanti et al. 2022), per layer, in bytes with 16-bit
 //   activations, for s tokens per sequence and b sequences:
@@ -35,7 +37,7 @@
 // Mixture of experts (E experts of ffn f, top-k): a layer's MLP is E·3·h·f expert weights plus
 //   the router E·h; ep spreads the experts (each rank holds E/ep of them, TP splits each expert
 //   t ways as it splits a dense MLP), the router and everything else is whole. ZeRO shards the
-//   dense states over dp and the experts' over their own data-parallel group, dp·cp/ep ranks.
+//   dense states over dp·cp and the experts' over their own data-parallel group, dp·cp/ep ranks.
 //   Activations: the playbook's dense-layer formula (the MLP counted once, as a 4h MLP), an
 //   estimate that ignores that each token's rows go to k experts of ffn f.
 // Activations are never sharded by ZeRO.
@@ -69,7 +71,7 @@ StateBytes state_bytes_per_parameter(Precision precision, bool fp32_grad_accum);
 // no position table, MHA, 4h MLP). For comparison only.
 std::int64_t playbook_num_parameters(const ModelConfig& cfg);
 
-// Parameters held by one rank after TP, PP (the first stage) and EP, before ZeRO sharding.
+// Parameters held by one rank after TP, PP (setup.stage) and EP, before ZeRO sharding.
 // Equals cfg.num_parameters() when tp = pp = ep = 1.
 std::int64_t parameters_per_rank(const TrainingSetup& setup);
 // The experts' part of it (0 for a dense model).
@@ -81,13 +83,14 @@ std::int64_t zero_shard(std::int64_t n, std::int64_t dp);
 // The playbook's activation bytes of ONE layer on one rank (TP/SP/CP applied, one micro-batch).
 std::int64_t playbook_layer_activation_bytes(const TrainingSetup& setup);
 
-// Layers on the first pipeline stage (ceil(L/p)) and the micro-batches it keeps in flight
-// under 1F1B (p; 1 without PP).
+// Layers on the first pipeline stage (ceil(L/p)), on setup.stage, and the micro-batches
+// setup.stage keeps in flight under 1F1B (p - stage; 1 without PP).
 std::int64_t layers_on_first_stage(const TrainingSetup& setup);
+std::int64_t layers_on_stage(const TrainingSetup& setup);
 std::int64_t microbatches_in_flight(const TrainingSetup& setup);
 
 // The per-rank breakdown: ZeRO applied to the states, activations =
-// layers_on_first_stage × microbatches_in_flight × playbook_layer_activation_bytes.
+// layers_on_stage × microbatches_in_flight × playbook_layer_activation_bytes.
 MemoryBreakdown memory_per_rank(const TrainingSetup& setup);
 
 // Exact bytes one decoder layer of THIS course's model (common/model/model.hpp) keeps for

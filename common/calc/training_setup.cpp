@@ -48,6 +48,8 @@ void TrainingSetup::validate() const {
     throw UsageError("--seq " + str(seq) + " must be divisible by --cp " + str(cp));
   if (pp > model.layers)
     throw UsageError("--pp " + str(pp) + " must be <= the number of layers (" + str(model.layers) + ")");
+  if (stage < 0 || stage >= pp)
+    throw UsageError("--stage " + str(stage) + " must be a pipeline stage, 0 .. pp-1 = " + str(pp - 1));
   if (fp32_grad_accum && precision != Precision::mixed)
     throw UsageError("--fp32-grad-accum only applies to --precision mixed (fp32 gradients are already fp32)");
 }

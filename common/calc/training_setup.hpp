@@ -29,6 +29,10 @@ struct ParallelLayout {
   std::int64_t cp = 1;
   std::int64_t pp = 1;
   std::int64_t ep = 1;
+  // Which pipeline stage the per-rank numbers are for (0 .. pp-1): stage k runs floor(L/p)
+  // layers plus one when k < L mod p, the first adds the embedding, the last (p > 1) the final
+  // norm and the head. The default, the first stage, holds the most activations.
+  std::int64_t stage = 0;
 };
 
 // A setup is a layout (setup.dp, setup.tp, ...) plus the model, batch, format and recomputation.

@@ -1,0 +1,68 @@
+#include "chapters/10_5d_parallelism/trainer_5d.hpp"
+
+#include "chapters/07_context_parallel/cp_trainer.hpp"
+#include "chapters/08_pipeline_parallel/pp_trainer.hpp"
+
+namespace usp::ch10 {
+
+Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d layout) : layout_(layout) {
+  check_layout_5d(layout_, world.size(), cfg.model, cfg.seq);
+  schedule_ = ch08::make_schedule(layout_.schedule, layout_.pp, layout_.m, ch08::chunks_of(layout_.schedule, layout_.v));
+  const std::vector<ch08::UnitRange> stages = ch08::split_units(cfg.model, schedule_.layout.num_stages());
+  mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .tp = layout_.tp,
+                                                                            .cp = layout_.cp, .pp = layout_.pp,
+                                                                            .ep = layout_.ep}));
+  // The parallelisms that change the layers, each over its group.
+  ModelOptions options = cfg.model_options();
+  options.tensor_parallel = &queue_;  // the single-device ops (B / W split on demand) ...
+  if (layout_.tp > 1) {               // ... or Megatron's blocks
+    tp_ = std::make_unique<ch06::MegatronTp>(mesh_->tp(), /*sequence_parallel=*/false, cfg.model.vocab);
+    options.tensor_parallel = tp_.get();
+  }
+  if (layout_.cp > 1) {
+    attention_ = ch07::make_cp_attention(layout_.attention, mesh_->cp(), layout_.sharding,
+                                         cfg.model.heads / layout_.tp, cfg.model.kv_heads / layout_.tp);
+    options.context_parallel = attention_.get();
+    positions_ = ch07::rank_positions(layout_.sharding, cfg.seq, layout_.cp, mesh_->cp().rank());
+  }
+  if (layout_.ep > 1) {
+    experts_ = std::make_unique<ch09::AllToAllExperts>(mesh_->ep(), cfg.model.experts);
+    options.expert_parallel = experts_.get();
+  }
+  // This rank's stages and their units, sharded as TP and EP say.
+  const int r = mesh_->pp().rank();
+  std::vector<ch08::UnitRange> mine;
+  for (int c = 0; c < schedule_.v; ++c) mine.push_back(stages[static_cast<std::size_t>(schedule_.layout.stage_of(r, c))]);
+  params_ = std::make_unique<ch08::StageParams>(cfg, mine, TpShard{layout_.tp, mesh_->tp().rank()},
+                                                EpShard{layout_.ep, layout_.ep > 1 ? mesh_->ep().rank() : 0},
+                                                /*with_optimizer=*/layout_.zero == 0);
+  optimizer_ = std::make_unique<StageOptimizer>(*params_, cfg.adamw, layout_.zero, mesh_->dp_cp(),
+                                                layout_.ep > 1 ? &mesh_->ep_dp() : nullptr);
+  std::vector<Model*> models;
+  for (const ch08::UnitRange& u : mine) {
+    ModelOptions o = options;
+    o.stage = {u.first, u.last};
+    chunks_.push_back(std::make_unique<Model>(params_->store(), o));
+    models.push_back(chunks_.back().get());
+  }
+  last_rank_ = schedule_.layout.rank_of(schedule_.layout.num_stages() - 1);
+  loss_comm_ = mesh_->pp().split(0, r);
+  executor_ = std::make_unique<ch08::PipelineExecutor>(mesh_->pp(), schedule_, models, queue_);
+}
+
+Trainer5d::~Trainer5d() = default;
+
+Step5d Trainer5d::step(const std::vector<Batch>& micro_batches) {
+  params_->zero_grad();
+  if (attention_) attention_->reset_work();
+  std::vector<Batch> local;  // this rank's tokens of each sequence
+  local.reserve(micro_batches.size());
+  for (const Batch& b : micro_batches) local.push_back(positions_.empty() ? b : ch07::local_tokens(b, positions_));
+  Step5d out;
+  out.executed = executor_->run(local, 1.0f / static_cast<float>(layout_.m));
+  out.loss = ch08::share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
+  optimizer_->step();
+  return out;
+}
+
+}  // namespace usp::ch10
