@@ -1,45 +1,175 @@
 // ch10_5d_parallelism: the playbook's "5D parallelism in a nutshell" and "Finding the best
-// configuration" — so far the planner's half (the one trainer for every layout is to come).
+// configuration".
 //
-//   1. The planner's calibration: the playbook's DP-scaling series of the 1.34B model, measured
+//   1. One trainer for every layout: DP × TP × PP × CP (× EP) on the run's W ranks, each layout
+//      trained for --steps steps next to the same training on one device; per rank its mesh
+//      coordinates, the parameter / gradient / Adam bytes it holds against the calculator's
+//      prediction for its pipeline stage, its peak activations, and the bytes it sent over each
+//      dimension's group. By default the layouts that fit W (8: dp2·tp2·pp2, dp2·cp2·tp2,
+//      cp2·tp2·pp2 with ZeRO-1, dp4·ep4·pp2 on a mixture of experts, dp4·pp2 zero-bubble);
+//      --dp/--tp/--pp/--cp/--ep choose one.
+//   2. The planner's calibration: the playbook's DP-scaling series of the 1.34B model, measured
 //      MFU next to what the step model predicts with its three fitted constants.
-//   2. The campaign: for the playbook's four models (1.34B, 3.57B, 8.86B, 80B) on 1-64 nodes of 8
+//   3. The campaign: for the playbook's four models (1.34B, 3.57B, 8.86B, 80B) on 1-64 nodes of 8
 //      H100, the best layout the planner finds (plots/ch10_best_config.py draws the heatmap),
 //      and the search's time.
-// Writes <out>/summary.json, calibration.csv and campaign.csv.
+// Writes <out>/summary.json, layout_ranks.csv, calibration.csv and campaign.csv.
 //
-//   build/bin/ch10_5d_parallelism [--cluster FILE]          (then: usp_plan --model M --nodes N)
+//   mpirun -np 8 build/bin/ch10_5d_parallelism [--dp 2 --tp 2 --pp 2 [--cp 1] [--ep 1] [--zero 0|1]
+//                                               [--schedule 1f1b] [--m 4] [--experts E]] [--cluster FILE]
+//   ./usp run 10                                      (then: usp_plan --model M --nodes N)
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <vector>
 
 #include "chapters/10_5d_parallelism/campaign.hpp"
+#include "chapters/10_5d_parallelism/layout_report.hpp"
+#include "chapters/10_5d_parallelism/layout_run.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
+#include "common/train/training_summary.hpp"
 
 namespace {
 
 using namespace usp;
 using namespace usp::ch10;
 
+// The layouts the run trains: the one the flags name, or those of the list that fit W.
+struct Planned {
+  Layout5d layout;
+  bool moe = false;
+};
+
+Layout5d layout_of(int dp, int tp, int pp, int cp, int ep, int zero, ch08::ScheduleKind s, int m) {
+  Layout5d l;
+  l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.zero = zero, l.schedule = s, l.m = m;
+  return l;
+}
+
+std::vector<Planned> default_layouts(int W) {
+  using ch08::ScheduleKind;
+  const std::vector<Planned> all = {
+      {layout_of(2, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},
+      {layout_of(2, 2, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2)},
+      {layout_of(1, 2, 2, 2, 1, 1, ScheduleKind::one_f_one_b, 4)},
+      {layout_of(4, 1, 2, 1, 4, 0, ScheduleKind::one_f_one_b, 2), true},
+      {layout_of(4, 1, 2, 1, 1, 1, ScheduleKind::zb_h1, 4)},
+      {layout_of(1, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},  // 4 ranks
+      {layout_of(2, 1, 1, 2, 1, 1, ScheduleKind::one_f_one_b, 2)},
+      {layout_of(2, 1, 2, 1, 2, 0, ScheduleKind::one_f_one_b, 2), true},
+      {layout_of(1, 1, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},  // 2 ranks
+      {layout_of(1, 1, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2)},
+  };
+  std::vector<Planned> out;
+  for (const Planned& p : all)
+    if (p.layout.world() == W) out.push_back(p);
+  if (out.empty()) out.push_back({layout_of(W, 1, 1, 1, 1, 0, ScheduleKind::one_f_one_b, 2)});
+  return out;
+}
+
+// The flags' layout: dp defaults to what W leaves.
+Layout5d layout_from_flags(const Cli& cli, int W) {
+  const int tp = static_cast<int>(cli.get_int("tp")), pp = static_cast<int>(cli.get_int("pp"));
+  const int cp = static_cast<int>(cli.get_int("cp"));
+  const int dp = cli.given("dp") ? static_cast<int>(cli.get_int("dp")) : std::max(1, W / (tp * pp * cp));
+  Layout5d l = layout_of(dp, tp, pp, cp, static_cast<int>(cli.get_int("ep")), static_cast<int>(cli.get_int("zero")),
+                         ch08::parse_schedule_kind(cli.get_string("schedule")), static_cast<int>(cli.get_int("m")));
+  l.v = static_cast<int>(cli.get_int("v"));
+  l.attention = cli.get_string("attention") == "ring"         ? ch07::CpAttention::ring
+                : cli.get_string("attention") == "all-gather" ? ch07::CpAttention::all_gather
+                                                              : ch07::CpAttention::all_to_all;
+  l.sharding = cli.get_string("sharding") == "zig-zag" ? ch07::CpSharding::zigzag : ch07::CpSharding::contiguous;
+  return l;
+}
+
+// A mixture of experts for the MoE layouts (--experts, or 4 experts top-2 with a capacity).
+TrainingConfig moe_config(TrainingConfig cfg) {
+  if (cfg.model.is_moe()) return cfg;
+  cfg.model.experts = 4;
+  cfg.model.experts_per_token = 2;
+  cfg.model.capacity_factor = 1.25;
+  cfg.model.validate();
+  return cfg;
+}
+
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch10_5d_parallelism",
-          "the cluster planner on the playbook's campaign: the best layout of 4 models on 1-64 nodes, and its "
-          "calibration against the measured DP scaling");
+          "5D parallelism: DP × TP × PP × CP (× EP) layouts trained by one trainer, each against one device; then "
+          "the cluster planner's calibration and the playbook's campaign (the best layout of 4 models on 1-64 nodes)");
   cli.add_common("out/10_5d_parallelism");
+  add_training_flags(cli, {"usp-small", 64, 2, 3, 3e-3});
+  add_moe_flags(cli, {0, 2, 0.01});
+  cli.add_int("dp", 1, "data-parallel replicas (default: what W leaves after tp·pp·cp)", 1, 4096);
+  cli.add_int("tp", 1, "tensor-parallel ranks (Megatron blocks)", 1, 4096);
+  cli.add_int("pp", 1, "pipeline stages", 1, 4096);
+  cli.add_int("cp", 1, "context-parallel ranks (each sequence split over them)", 1, 4096);
+  cli.add_int("ep", 1, "expert-parallel ranks (inside dp·cp; needs --experts)", 1, 4096);
+  cli.add_int("zero", 0, "0, or 1: Adam states sharded over the dp·cp replicas", 0, 3);
+  cli.add_string("schedule", "1f1b", "the pipeline schedule: afab, 1f1b, interleaved, zb-h1, zb-h2, dualpipev");
+  cli.add_int("m", 4, "micro-batches per replica and step (gradient accumulation)", 1, 4096);
+  cli.add_int("v", 1, "chunks per pipeline rank (interleaved)", 1, 64);
+  cli.add_choice("attention", "ring", {"ring", "all-gather", "all-to-all"}, "the context-parallel attention");
+  cli.add_choice("sharding", "zig-zag", {"zig-zag", "contiguous"}, "how CP cuts each sequence");
   cli.add_string("cluster", "", "a JSON cluster file instead of the playbook's H100 cluster");
   if (!rt.parse(cli, argc, argv)) return 0;
   const std::string out = cli.get_string("out");
+  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const int W = rt.size();
+  std::vector<Planned> layouts;
   plan::Cluster cluster = plan::Cluster::playbook();
   rt.agree([&] {
+    const bool chosen = cli.given("dp") || cli.given("tp") || cli.given("pp") || cli.given("cp") || cli.given("ep");
+    if (chosen) layouts.push_back({layout_from_flags(cli, W), in.config.model.is_moe()});
+    else layouts = default_layouts(W);
+    for (const Planned& p : layouts)
+      check_layout_5d(p.layout, W, (p.moe ? moe_config(in.config) : in.config).model, in.config.seq);
     if (cli.given("cluster")) cluster = plan::Cluster::from_file(cli.get_string("cluster"));
   });
-  if (!rt.is_root()) return 0;  // the planner is arithmetic: one process
   make_dirs(out);
 
+  // 1. The trainer.
+  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  if (rt.is_root())
+    std::cout << "1. One trainer for every layout, on " << W << " rank(s): " << in.config.model.str() << ", "
+              << in.config.mbs << " × " << in.config.seq << " tokens per micro-batch, " << in.config.steps
+              << " AdamW steps (fp32). Mesh order tp-cp-dp-pp (TP peers neighbours, stages furthest apart).\n"
+              << "   Memory: KiB this rank holds, '=' where it is the calculator's for the rank's stage; bytes sent\n"
+              << "   per step over each dimension's group.\n";
+  std::vector<LayoutRun> runs;
+  for (const Planned& p : layouts) {
+    runs.push_back(run_layout(rt.world(), *metrics, p.moe ? moe_config(in.config) : in.config, *in.data, p.layout));
+    if (rt.is_root()) print_layout_run(std::cout, runs.back());
+  }
+  if (rt.is_root()) write_file_atomic(out + "/layout_ranks.csv", layout_ranks_csv(runs));
+  const std::vector<double> first_losses = runs.front().losses;
+  const double tokens_per_step = static_cast<double>(runs.front().layout.dp * runs.front().layout.m *
+                                                     in.config.tokens_per_micro_batch());
+  const double tokens_per_second = tokens_per_step / runs.front().median_step_seconds;
+  JsonWriter layouts_json;
+  layouts_json.begin_array();
+  for (const LayoutRun& r : runs) {
+    layouts_json.begin_object().field("layout", r.layout.label()).field("moe", r.moe);
+    layouts_json.key("losses").begin_array();
+    for (double x : r.losses) layouts_json.value(x);
+    layouts_json.end_array().field("max_relative_loss_gap", r.max_relative_loss_gap());
+    layouts_json.field("memory_as_predicted", r.memory_as_predicted()).field("median_step_seconds", r.median_step_seconds);
+    layouts_json.end_object();
+  }
+  layouts_json.end_array();
+  if (!rt.is_root()) {
+    const Layout5d& l = runs.front().layout;
+    write_training_summary(rt.world(), out + "/summary.json",
+                           {.chapter = "10_5d_parallelism", .losses = first_losses, .tokens_per_second = tokens_per_second,
+                            .dp = l.dp, .tp = l.tp, .cp = l.cp, .pp = l.pp, .ep = l.ep});
+    return 0;  // the planner is arithmetic: one process
+  }
+
+  // 2. and 3. The planner.
   const std::vector<CalibrationPoint> cal = calibration_series(cluster);
-  std::printf("1. Calibration: the playbook's DP scaling of the 1.34B model (TP = PP = 1, ZeRO-0, s = 4096, 1M\n"
+  std::printf("\n2. Calibration: the playbook's DP scaling of the 1.34B model (TP = PP = 1, ZeRO-0, s = 4096, 1M\n"
               "   tokens per step) against the step model (compute at %.0f%% of peak, collectives at %.0f%% of the\n"
               "   measured bus bandwidth, %.0f%% of the last backward hiding the all-reduce)\n",
               100 * plan::kComputeEfficiency, 100 * plan::kBandwidthEfficiency, 100 * plan::kOverlap);
@@ -53,7 +183,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   const std::vector<CampaignCell> cells = run_campaign(
       {"playbook-1.34b", "playbook-3.57b", "playbook-8.86b", "playbook-80b"}, {1, 2, 4, 8, 16, 32, 64}, cluster);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("\n2. The campaign: the best layout per model and node count (%s; searched in %.3f s)\n",
+  std::printf("\n3. The campaign: the best layout per model and node count (%s; searched in %.3f s)\n",
               cluster.name.c_str(), seconds);
   std::printf("   %-15s %5s | %3s %3s %3s %4s %3s %4s %-9s | %6s %7s\n", "model", "nodes", "dp", "tp", "pp", "zero", "mbs",
               "gas", "recompute", "MFU", "mem GB");
@@ -71,10 +201,14 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   write_file_atomic(out + "/calibration.csv", calibration_csv(cal));
   write_file_atomic(out + "/campaign.csv", campaign_csv(cells));
   JsonWriter j;
-  j.begin_object().key("flags").raw(cli.values_json()).field("cluster", cluster.name);
+  j.begin_object().key("layouts").raw(layouts_json.str()).field("cluster", cluster.name);
   j.field("search_seconds", seconds).field("cells", cells.size()).end_object();
-  j.write_file(out + "/summary.json");
-  std::printf("\nwrote %s/summary.json, calibration.csv, campaign.csv\n", out.c_str());
+  const Layout5d& l = runs.front().layout;
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "10_5d_parallelism", .losses = first_losses, .tokens_per_second = tokens_per_second,
+                          .dp = l.dp, .tp = l.tp, .cp = l.cp, .pp = l.pp, .ep = l.ep, .flags_json = cli.values_json(),
+                          .chapter_json = j.str()});
+  std::printf("\nwrote %s/summary.json, layout_ranks.csv, calibration.csv, campaign.csv\n", out.c_str());
   return 0;
 }
 

@@ -11,7 +11,8 @@ StageOptimizer::StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg
                                Communicator* expert_replicas)
     : params_(params), zero_(zero), replicas_(replicas), expert_replicas_(expert_replicas) {
   ParamStore& store = params_.store();
-  for (int u : params_.units()) {
+  // Without expert parallelism every replica holds every expert: they average like the rest.
+  for (int u : (expert_replicas_ != nullptr ? params_.units() : std::vector<int>{})) {
     const std::int64_t begin = store.unit_range(u).first;
     std::vector<std::pair<std::int64_t, std::int64_t>> runs;
     for (const ParamInfo& p : store.infos()) {
@@ -22,8 +23,6 @@ StageOptimizer::StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg
     }
     if (!runs.empty()) expert_runs_.emplace_back(u, std::move(runs));
   }
-  USP_CHECK(expert_runs_.empty() || expert_replicas_ != nullptr,
-            "StageOptimizer: a store with experts needs the expert data-parallel group");
   if (zero_ == 0) return;
   USP_CHECK(zero_ == 1 && expert_runs_.empty(), "StageOptimizer: ZeRO-1 of a dense model only");
   // The packed vector: the held units one after the other.

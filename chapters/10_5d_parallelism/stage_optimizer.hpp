@@ -30,7 +30,8 @@ namespace usp::ch10 {
 class StageOptimizer {
  public:
   // params: built with an optimizer for zero 0, without one for zero 1. replicas: the dp·cp group.
-  // expert_replicas: the expert data-parallel group (ep > 1 only; else null). Not owned.
+  // expert_replicas: the expert data-parallel group (ep > 1 only; null: the experts are
+  // everywhere and average like the rest). Not owned.
   StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg, int zero, Communicator& replicas,
                  Communicator* expert_replicas);
   ~StageOptimizer();

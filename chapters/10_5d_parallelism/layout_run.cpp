@@ -1,0 +1,117 @@
+#include "chapters/10_5d_parallelism/layout_run.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+
+#include "chapters/10_5d_parallelism/trainer_5d.hpp"
+#include "common/calc/memory_model.hpp"
+#include "common/memory_tracker.hpp"
+#include "common/train/training_summary.hpp"
+
+namespace usp::ch10 {
+
+namespace {
+
+// The same steps on one device: one rank, the whole global batch as dp·m micro-batches.
+std::vector<double> single_device_losses(Communicator& self, const TrainingConfig& cfg, const Dataset& data, int micro_batches) {
+  Layout5d one;
+  one.m = micro_batches;
+  Trainer5d trainer(self, cfg, one);
+  std::vector<double> out;
+  for (std::int64_t step = 0; step < cfg.steps; ++step)
+    out.push_back(trainer.step(rank_micro_batches(data, step, 0, micro_batches, cfg.mbs, cfg.seq)).loss);
+  return out;
+}
+
+calc::MemoryBreakdown predicted(const TrainingConfig& cfg, const Layout5d& l, int stage) {
+  calc::TrainingSetup s;
+  s.model = cfg.model;
+  s.seq = cfg.seq;
+  s.mbs = cfg.mbs;
+  s.precision = cfg.dtype == DType::f32 ? calc::Precision::fp32 : calc::Precision::mixed;
+  s.recompute = cfg.recompute;
+  s.dp = l.dp, s.zero = l.zero, s.tp = l.tp, s.cp = l.cp, s.pp = l.pp, s.ep = l.ep, s.stage = stage;
+  return calc::memory_per_rank(s);
+}
+
+}  // namespace
+
+bool LayoutRun::memory_as_predicted() const {
+  for (const RankFacts& r : ranks) {
+    if (r.calc_params < 0 || r.params != r.calc_params || r.grads != r.calc_grads) return false;
+    if (layout.zero == 0 && r.optimizer != r.calc_optimizer) return false;
+    // ZeRO-1: the largest shard among the ranks of the same (tp, pp) coordinate.
+    std::int64_t largest = 0;
+    for (const RankFacts& o : ranks)
+      if (o.tp == r.tp && o.pp == r.pp) largest = std::max(largest, o.optimizer);
+    if (largest != r.calc_optimizer) return false;
+  }
+  return !ranks.empty();
+}
+
+double LayoutRun::max_relative_loss_gap() const {
+  double gap = 0;
+  for (std::size_t s = 0; s < losses.size() && s < reference.size(); ++s)
+    gap = std::max(gap, std::fabs(losses[s] - reference[s]) / reference[s]);
+  return gap;
+}
+
+LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
+                     const Layout5d& layout) {
+  LayoutRun run;
+  run.layout = layout;
+  run.moe = cfg.model.is_moe();
+  MemoryTracker& tracker = MemoryTracker::instance();
+  const MemCounts before = tracker.current();
+  tracker.reset_peak();
+  MemCounts peak;
+  std::vector<double> seconds;
+  RankFacts me;
+  {
+    Trainer5d trainer(world, cfg, layout);
+    Mesh& mesh = trainer.mesh();
+    me.dp = mesh.coord(MeshDim::dp), me.tp = mesh.coord(MeshDim::tp), me.cp = mesh.coord(MeshDim::cp);
+    me.pp = mesh.coord(MeshDim::pp);
+    for (std::int64_t step = 0; step < cfg.steps; ++step) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Step5d s = trainer.step(rank_micro_batches(data, step, me.dp, layout.m, cfg.mbs, cfg.seq));
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      const MemCounts now = tracker.peak();  // the executor restarts the peaks each step: keep the largest
+      for (int c = 0; c < kNumMemCategories; ++c) peak.bytes[c] = std::max(peak.bytes[c], now.bytes[c]);
+      // Every rank holds its (dp, cp) replica's loss over equal token counts: the plain mean.
+      double sum = 0;
+      const auto all = gather_int64(metrics, {std::bit_cast<std::int64_t>(s.loss)});
+      for (const auto& v : all) sum += std::bit_cast<double>(v[0]);
+      run.losses.push_back(sum / static_cast<double>(all.size()));
+    }
+    const auto steps = static_cast<std::uint64_t>(cfg.steps);
+    me.sent_tp = static_cast<std::int64_t>(mesh.tp().stats().total_sent() / steps);
+    me.sent_cp = static_cast<std::int64_t>(mesh.cp().stats().total_sent() / steps);
+    me.sent_dp_cp = static_cast<std::int64_t>(mesh.dp_cp().stats().total_sent() / steps);
+    me.sent_pp = static_cast<std::int64_t>(mesh.pp().stats().total_sent() / steps);
+    me.sent_ep = static_cast<std::int64_t>(mesh.ep().stats().total_sent() / steps);
+    auto added = [&](MemCategory k) { return peak[k] - before[k]; };
+    me.params = added(MemCategory::Parameter);
+    me.grads = added(MemCategory::Gradient);
+    me.optimizer = added(MemCategory::OptimizerState);
+    me.activations = added(MemCategory::Activation);
+    if (ch08::chunks_of(layout.schedule, layout.v) == 1) {
+      const calc::MemoryBreakdown want = predicted(cfg, layout, me.pp);
+      me.calc_params = want.parameters, me.calc_grads = want.gradients, me.calc_optimizer = want.optimizer;
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  run.median_step_seconds = seconds[seconds.size() / 2];
+  for (const auto& v : gather_int64(metrics, {me.dp, me.tp, me.cp, me.pp, me.params, me.grads, me.optimizer,
+                                              me.activations, me.calc_params, me.calc_grads, me.calc_optimizer,
+                                              me.sent_tp, me.sent_cp, me.sent_dp_cp, me.sent_pp, me.sent_ep}))
+    run.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]), static_cast<int>(v[3]),
+                         v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]});
+  auto self = metrics.split(metrics.rank(), 0);
+  if (metrics.rank() == 0) run.reference = single_device_losses(*self, cfg, data, layout.dp * layout.m);
+  return run;
+}
+
+}  // namespace usp::ch10
