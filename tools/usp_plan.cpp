@@ -1,7 +1,8 @@
-// usp_plan: the best layouts of a model on a GPU cluster, by predicted MFU (common/plan/).
+// usp_plan: the best layouts of a model on a GPU cluster, by predicted MFU (chapter 10's planner:
+// chapters/10_5d_parallelism/planner.hpp).
 //
 //   usp_plan --model M --nodes N [--gpus-per-node 8] [--seq 4096] [--global-batch-tokens 1048576]
-//            [--cluster FILE] [--top K] [--json]
+//            [--cluster FILE] [--tp T] [--pp P] [--top K] [--json]
 //
 // Every layout dp · tp · pp of the cluster's GPUs with ZeRO 0-3, micro-batch 1-8 and each
 // recomputation mode is kept if usp_calc's memory model fits it in a GPU, timed by the step model
@@ -16,7 +17,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/json.hpp"
-#include "common/plan/planner.hpp"
+#include "chapters/10_5d_parallelism/planner.hpp"
 
 namespace {
 
@@ -33,7 +34,9 @@ int plan_main(int argc, char** argv) {
   cli.add_int("gpus-per-node", 0, "GPUs per node (default: the cluster's)", 0, 1024);
   cli.add_int("seq", 4096, "sequence length", 1, 1 << 24);
   cli.add_int("global-batch-tokens", 1 << 20, "tokens per optimizer step", 1, std::int64_t{1} << 40);
-  cli.add_string("cluster", "", "a JSON file describing another cluster (see common/plan/cluster.hpp)");
+  cli.add_string("cluster", "", "a JSON file describing another cluster (see chapters/10_5d_parallelism/cluster.hpp)");
+  cli.add_int("tp", 0, "only layouts with this tensor-parallel size (0: search)", 0, 1 << 16);
+  cli.add_int("pp", 0, "only layouts with this many pipeline stages (0: search)", 0, 1 << 16);
   cli.add_int("top", 5, "how many layouts to show", 1, 1000);
   cli.add_flag("json", "print JSON instead of the table");
   cli.parse(argc, argv);
@@ -43,7 +46,7 @@ int plan_main(int argc, char** argv) {
   }
   if (!cli.given("model")) throw UsageError("--model is required (a built-in name; usp_calc --list-models lists them)");
   PlanRequest req{ModelConfig::builtin(cli.get_string("model")), static_cast<int>(cli.get_int("nodes")),
-                  cli.get_int("seq"), cli.get_int("global-batch-tokens")};
+                  cli.get_int("seq"), cli.get_int("global-batch-tokens"), cli.get_int("tp"), cli.get_int("pp")};
   Cluster cluster = cli.given("cluster") ? Cluster::from_file(cli.get_string("cluster")) : Cluster::playbook();
   if (cli.get_int("gpus-per-node") > 0) cluster.gpus_per_node = static_cast<int>(cli.get_int("gpus-per-node"));
   if (req.seq > req.model.max_seq)

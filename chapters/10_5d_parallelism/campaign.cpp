@@ -1,5 +1,6 @@
 #include "chapters/10_5d_parallelism/campaign.hpp"
 
+#include <cstdio>
 #include <sstream>
 
 namespace usp::ch10 {
@@ -61,6 +62,37 @@ std::string calibration_csv(const std::vector<CalibrationPoint>& points) {
   for (const CalibrationPoint& p : points)
     csv << p.dp << ',' << p.mbs << ',' << p.gas << ',' << p.measured << ',' << p.predicted << '\n';
   return csv.str();
+}
+
+void print_calibration(const std::vector<CalibrationPoint>& cal) {
+  std::printf("\n2. Calibration: the playbook's DP scaling of the 1.34B model (TP = PP = 1, ZeRO-0, s = 4096, 1M\n"
+              "   tokens per step) against the step model (compute at %.0f%% of peak, collectives at %.0f%% of the\n"
+              "   measured bus bandwidth, %.0f%% of the last backward hiding the all-reduce)\n",
+              100 * plan::kComputeEfficiency, 100 * plan::kBandwidthEfficiency, 100 * plan::kOverlap);
+  std::printf("   %5s %4s %4s   %8s %9s %7s\n", "DP", "MBS", "GAS", "measured", "predicted", "error");
+  for (const CalibrationPoint& p : cal)
+    std::printf("   %5lld %4lld %4lld   %7.1f%% %8.1f%% %+6.1f%%\n", static_cast<long long>(p.dp),
+                static_cast<long long>(p.mbs), static_cast<long long>(p.gas), 100 * p.measured, 100 * p.predicted,
+                100 * (p.predicted - p.measured) / p.measured);
+
+}
+
+void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds) {
+  std::printf("\n3. The campaign: the best layout per model and node count (%s; searched in %.3f s)\n",
+              cluster.name.c_str(), seconds);
+  std::printf("   %-15s %5s | %3s %3s %3s %4s %3s %4s %-9s | %6s %7s\n", "model", "nodes", "dp", "tp", "pp", "zero", "mbs",
+              "gas", "recompute", "MFU", "mem GB");
+  for (const CampaignCell& c : cells) {
+    if (c.fitting == 0) {
+      std::printf("   %-15s %5d | nothing fits\n", c.model.c_str(), c.nodes);
+      continue;
+    }
+    const calc::TrainingSetup& s = c.best.layout.setup;
+    std::printf("   %-15s %5d | %3lld %3lld %3lld %4d %3lld %4lld %-9s | %5.1f%% %7.1f\n", c.model.c_str(), c.nodes,
+                static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp), s.zero,
+                static_cast<long long>(s.mbs), static_cast<long long>(c.best.layout.gas), recompute_name(s.recompute),
+                100 * c.best.mfu, static_cast<double>(c.best.memory_bytes) / 1e9);
+  }
 }
 
 }  // namespace usp::ch10

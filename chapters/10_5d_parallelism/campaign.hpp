@@ -1,11 +1,11 @@
-// The playbook's benchmark campaign, replayed by the planner (common/plan): for each of its four
+// The playbook's benchmark campaign, replayed by the planner (planner.hpp): for each of its four
 // models and each node count, the layout the planner predicts best (the best-configuration
 // heatmap), and the planner's calibration series next to what the playbook measured.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "common/plan/planner.hpp"
+#include "chapters/10_5d_parallelism/planner.hpp"
 
 namespace usp::ch10 {
 
@@ -33,5 +33,10 @@ std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster);
 std::string campaign_csv(const std::vector<CampaignCell>& cells);
 // calibration.csv: dp,mbs,gas,measured_mfu,predicted_mfu
 std::string calibration_csv(const std::vector<CalibrationPoint>& points);
+
+// The tables the chapter prints (stdout): measured vs predicted MFU per calibration point, and the
+// best layout of each campaign cell (searched in `seconds`).
+void print_calibration(const std::vector<CalibrationPoint>& cal);
+void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds);
 
 }  // namespace usp::ch10

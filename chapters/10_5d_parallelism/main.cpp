@@ -159,47 +159,28 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     layouts_json.end_object();
   }
   layouts_json.end_array();
-  if (!rt.is_root()) {
-    const Layout5d& l = runs.front().layout;
-    write_training_summary(rt.world(), out + "/summary.json",
-                           {.chapter = "10_5d_parallelism", .losses = first_losses, .tokens_per_second = tokens_per_second,
-                            .dp = l.dp, .tp = l.tp, .cp = l.cp, .pp = l.pp, .ep = l.ep});
-    return 0;  // the planner is arithmetic: one process
-  }
-
-  // 2. and 3. The planner.
-  const std::vector<CalibrationPoint> cal = calibration_series(cluster);
-  std::printf("\n2. Calibration: the playbook's DP scaling of the 1.34B model (TP = PP = 1, ZeRO-0, s = 4096, 1M\n"
-              "   tokens per step) against the step model (compute at %.0f%% of peak, collectives at %.0f%% of the\n"
-              "   measured bus bandwidth, %.0f%% of the last backward hiding the all-reduce)\n",
-              100 * plan::kComputeEfficiency, 100 * plan::kBandwidthEfficiency, 100 * plan::kOverlap);
-  std::printf("   %5s %4s %4s   %8s %9s %7s\n", "DP", "MBS", "GAS", "measured", "predicted", "error");
-  for (const CalibrationPoint& p : cal)
-    std::printf("   %5lld %4lld %4lld   %7.1f%% %8.1f%% %+6.1f%%\n", static_cast<long long>(p.dp),
-                static_cast<long long>(p.mbs), static_cast<long long>(p.gas), 100 * p.measured, 100 * p.predicted,
-                100 * (p.predicted - p.measured) / p.measured);
-
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<CampaignCell> cells = run_campaign(
-      {"playbook-1.34b", "playbook-3.57b", "playbook-8.86b", "playbook-80b"}, {1, 2, 4, 8, 16, 32, 64}, cluster);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("\n3. The campaign: the best layout per model and node count (%s; searched in %.3f s)\n",
-              cluster.name.c_str(), seconds);
-  std::printf("   %-15s %5s | %3s %3s %3s %4s %3s %4s %-9s | %6s %7s\n", "model", "nodes", "dp", "tp", "pp", "zero", "mbs",
-              "gas", "recompute", "MFU", "mem GB");
-  for (const CampaignCell& c : cells) {
-    if (c.fitting == 0) {
-      std::printf("   %-15s %5d | nothing fits\n", c.model.c_str(), c.nodes);
-      continue;
+  // 2. and 3. The planner: arithmetic, the same on every rank (exercise 10.1's terms inside);
+  // rank 0 prints and writes.
+  std::vector<CalibrationPoint> cal;
+  std::vector<CampaignCell> cells;
+  double seconds = 0;
+  const std::string missing = rt.skip_if_not_implemented([&] {
+    cal = calibration_series(cluster);
+    const auto t0 = std::chrono::steady_clock::now();
+    cells = run_campaign({"playbook-1.34b", "playbook-3.57b", "playbook-8.86b", "playbook-80b"}, {1, 2, 4, 8, 16, 32, 64},
+                         cluster);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  if (rt.is_root()) {
+    if (!missing.empty()) {
+      std::cout << "\n2. and 3. The planner: skipped until exercise 10.1 is written (" << missing << ")\n";
+    } else {
+      print_calibration(cal);
+      print_campaign(cells, cluster, seconds);
+      write_file_atomic(out + "/calibration.csv", calibration_csv(cal));
+      write_file_atomic(out + "/campaign.csv", campaign_csv(cells));
     }
-    const calc::TrainingSetup& s = c.best.layout.setup;
-    std::printf("   %-15s %5d | %3lld %3lld %3lld %4d %3lld %4lld %-9s | %5.1f%% %7.1f\n", c.model.c_str(), c.nodes,
-                static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp), s.zero,
-                static_cast<long long>(s.mbs), static_cast<long long>(c.best.layout.gas), recompute_name(s.recompute),
-                100 * c.best.mfu, static_cast<double>(c.best.memory_bytes) / 1e9);
   }
-  write_file_atomic(out + "/calibration.csv", calibration_csv(cal));
-  write_file_atomic(out + "/campaign.csv", campaign_csv(cells));
   JsonWriter j;
   j.begin_object().key("layouts").raw(layouts_json.str()).field("cluster", cluster.name);
   j.field("search_seconds", seconds).field("cells", cells.size()).end_object();
@@ -208,7 +189,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                          {.chapter = "10_5d_parallelism", .losses = first_losses, .tokens_per_second = tokens_per_second,
                           .dp = l.dp, .tp = l.tp, .cp = l.cp, .pp = l.pp, .ep = l.ep, .flags_json = cli.values_json(),
                           .chapter_json = j.str()});
-  std::printf("\nwrote %s/summary.json, layout_ranks.csv, calibration.csv, campaign.csv\n", out.c_str());
+  if (rt.is_root()) std::cout << "\nwrote " << out << "/summary.json, layout_ranks.csv, calibration.csv, campaign.csv\n";
   return 0;
 }
 

@@ -1,20 +1,14 @@
-#include "common/plan/step_model.hpp"
+#include "chapters/10_5d_parallelism/step_model.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "chapters/10_5d_parallelism/planner_terms.hpp"
 #include "common/calc/flops_model.hpp"
 
 namespace usp::plan {
 
 namespace {
-
-constexpr double kBytes = 2;  // bf16 activations, gradients and parameters on the wire
-
-// Nodes a group of n ranks spans when consecutive ranks of it are `stride` ranks apart.
-int nodes_spanned(std::int64_t n, std::int64_t stride, int gpus_per_node) {
-  return static_cast<int>(std::max<std::int64_t>(1, (n * stride + gpus_per_node - 1) / gpus_per_node));
-}
 
 double tokens(const PlanLayout& l) {
   return static_cast<double>(l.setup.dp) * static_cast<double>(l.setup.mbs) * static_cast<double>(l.gas) *
@@ -22,6 +16,10 @@ double tokens(const PlanLayout& l) {
 }
 
 }  // namespace
+
+int nodes_spanned(std::int64_t n, std::int64_t stride, int gpus_per_node) {
+  return static_cast<int>(std::max<std::int64_t>(1, (n * stride + gpus_per_node - 1) / gpus_per_node));
+}
 
 double model_flops(const PlanLayout& l) {
   const ModelConfig& c = l.setup.model;
@@ -50,14 +48,9 @@ StepTime step_time(const PlanLayout& l, const Cluster& cl) {
     const double last_backward = t.compute / static_cast<double>(l.gas) * 2.0 / 3.0;
     t.dp = std::max(0.0, comm - kOverlap * last_backward);
   }
-  // TP: 4 all-reduces of the [mbs·s, h] activations per layer and micro-batch, not hidden.
-  if (s.tp > 1) {
-    const double act = static_cast<double>(s.mbs * s.seq * c.hidden) * kBytes;
-    const double per = act * 2.0 * static_cast<double>(s.tp - 1) / static_cast<double>(s.tp);
-    const int span = nodes_spanned(s.tp, 1, cl.gpus_per_node);
-    const double layers_per_rank = static_cast<double>(c.layers) / static_cast<double>(s.pp);
-    t.tp = 4.0 * layers_per_rank * static_cast<double>(l.gas) * per / (cl.bus(cl.all_reduce, span) * kBandwidthEfficiency);
-  }
+  // TP: 4 all-reduces of the [mbs·s, h] activations per layer and micro-batch, not hidden
+  // (exercise 10.1, planner_terms.hpp).
+  t.tp = tp_seconds(l, cl);
   // PP: 1F1B's bubble and the boundary crossings (point to point at the all-gather's bandwidth).
   if (s.pp > 1) {
     t.pp_bubble = t.compute * static_cast<double>(s.pp - 1) / static_cast<double>(l.gas);

@@ -1,8 +1,8 @@
-#include "common/plan/planner.hpp"
+#include "chapters/10_5d_parallelism/planner.hpp"
 
 #include <algorithm>
 
-#include "common/calc/memory_model.hpp"
+#include "chapters/10_5d_parallelism/planner_terms.hpp"
 #include "common/error.hpp"
 
 namespace usp::plan {
@@ -14,13 +14,28 @@ std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& c
                      " must be a multiple of --seq " + std::to_string(r.seq));
   const std::int64_t world = static_cast<std::int64_t>(r.nodes) * cl.gpus_per_node;
   const std::int64_t samples = r.global_batch_tokens / r.seq;
+  const auto str = [](std::int64_t v) { return std::to_string(v); };
+  for (auto [flag, n] : {std::pair{"--tp", r.tp}, std::pair{"--pp", r.pp}})
+    if (n < 0 || (n > 0 && world % n != 0))
+      throw UsageError(std::string(flag) + " " + str(n) + " does not divide the " + str(world) + " GPUs (" +
+                       str(r.nodes) + " node(s) × " + str(cl.gpus_per_node) + "): the world must factor as dp · tp · pp");
+  if (r.tp > cl.gpus_per_node && cl.tp_within_node)
+    throw UsageError("--tp " + str(r.tp) + " spans " + str(nodes_spanned(r.tp, 1, cl.gpus_per_node)) + " nodes of " +
+                     str(cl.gpus_per_node) + " GPUs, and " + cl.name +
+                     " keeps tensor parallelism inside a node (tp_within_node)");
+  if (r.pp > 0 && (r.pp > r.model.layers || r.model.layers % r.pp != 0))
+    throw UsageError("--pp " + str(r.pp) + " must divide the " + str(r.model.layers) + " layers");
   std::vector<PlannedLayout> out;
-  for (std::int64_t tp = 1; tp <= world; tp *= 2) {
-    if (world % tp != 0) break;
-    if (cl.tp_within_node && tp > cl.gpus_per_node) break;
+  // TP sizes: the powers of two that divide the world (and fit a node when the cluster says so),
+  // or the one asked for.
+  std::vector<std::int64_t> tps;
+  for (std::int64_t tp = 1; tp <= world && world % tp == 0 && !(cl.tp_within_node && tp > cl.gpus_per_node); tp *= 2)
+    tps.push_back(tp);
+  if (r.tp > 0) tps = {r.tp};
+  for (std::int64_t tp : tps) {
     if (r.model.heads % tp != 0 || r.model.ffn % tp != 0) continue;
     for (std::int64_t pp = 1; pp <= r.model.layers && tp * pp <= world; ++pp) {
-      if ((world / tp) % pp != 0 || r.model.layers % pp != 0) continue;
+      if ((world / tp) % pp != 0 || r.model.layers % pp != 0 || (r.pp > 0 && pp != r.pp)) continue;
       const std::int64_t dp = world / tp / pp;
       for (std::int64_t mbs : {1, 2, 4, 8}) {
         if (samples % (dp * mbs) != 0) continue;
@@ -40,9 +55,9 @@ std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& c
             s.tp = tp;
             s.pp = pp;
             l.gas = gas;
-            const calc::MemoryBreakdown m = calc::memory_per_rank(s);
-            if (static_cast<double>(m.total()) > cl.memory_bytes) continue;
-            PlannedLayout p{l, m.total(), step_time(l, cl), 0, 0};
+            const std::int64_t bytes = layout_bytes(l);  // the most loaded stage (exercise 10.1)
+            if (static_cast<double>(bytes) > cl.memory_bytes) continue;
+            PlannedLayout p{l, bytes, step_time(l, cl), 0, 0};
             p.mfu = mfu(l, cl);
             p.tokens_per_second_per_gpu = static_cast<double>(r.global_batch_tokens) / p.time.total() /
                                           static_cast<double>(world);

@@ -5,16 +5,16 @@
 //             only with dp > 1), mbs ∈ {1, 2, 4, 8} with gas = global batch / (dp · mbs · s) a
 //             whole number, recomputation none / selective / full; 1F1B when pp > 1. Context
 //             and expert parallelism are not searched (cp = ep = 1).
-//   memory    usp_calc's per-rank model (calc::memory_per_rank, mixed precision; the first
-//             pipeline stage) must fit in the GPU's memory;
+//   memory    usp_calc's per-rank model (calc::memory_per_rank, mixed precision) of the most
+//             loaded pipeline stage must fit in the GPU's memory (layout_bytes, exercise 10.1);
 //   time      step_model.hpp.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "common/model/config.hpp"
-#include "common/plan/cluster.hpp"
-#include "common/plan/step_model.hpp"
+#include "chapters/10_5d_parallelism/cluster.hpp"
+#include "chapters/10_5d_parallelism/step_model.hpp"
 
 namespace usp::plan {
 
@@ -23,18 +23,21 @@ struct PlanRequest {
   int nodes = 1;
   std::int64_t seq = 4096;
   std::int64_t global_batch_tokens = 1 << 20;
+  std::int64_t tp = 0, pp = 0;  // > 0: only layouts with this tp / pp (usp_plan --tp / --pp)
 };
 
 struct PlannedLayout {
   PlanLayout layout;
-  std::int64_t memory_bytes = 0;
+  std::int64_t memory_bytes = 0;  // layout_bytes: the most loaded rank's
   StepTime time;
   double mfu = 0;
   double tokens_per_second_per_gpu = 0;
 };
 
-// Every fitting layout, best MFU first. UsageError when the request cannot be planned (no
-// layout divides the global batch, nodes < 1, ...).
+// Every fitting layout, best MFU first. UsageError when the request cannot be planned: nodes < 1,
+// a global batch not a multiple of seq, a fixed tp or pp that does not divide the cluster's GPUs
+// (the world must factor as dp · tp · pp), a fixed tp larger than a node when the cluster keeps
+// TP inside nodes, a fixed pp above the layers or not dividing them.
 std::vector<PlannedLayout> search_layouts(const PlanRequest& request, const Cluster& cluster);
 
 }  // namespace usp::plan

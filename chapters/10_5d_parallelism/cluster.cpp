@@ -1,4 +1,4 @@
-#include "common/plan/cluster.hpp"
+#include "chapters/10_5d_parallelism/cluster.hpp"
 
 #include "common/error.hpp"
 #include "common/io/json_value.hpp"

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "common/calc/training_setup.hpp"
-#include "common/plan/cluster.hpp"
+#include "chapters/10_5d_parallelism/cluster.hpp"
 
 namespace usp::plan {
 
@@ -29,6 +29,12 @@ namespace usp::plan {
 inline constexpr double kComputeEfficiency = 0.38;   // achieved / peak FLOP rate of the GEMM-bound step
 inline constexpr double kBandwidthEfficiency = 0.46;  // achieved / NCCL-benchmark bus bandwidth
 inline constexpr double kOverlap = 0.25;              // of the last micro-batch's backward, spent on DP comm
+
+inline constexpr double kBytes = 2;  // bf16 activations, gradients and parameters on the wire
+
+// Nodes a group of n ranks spans when consecutive ranks of it are `stride` ranks apart (the mesh
+// puts TP innermost, so a TP group's stride is 1, a DP group's tp·cp).
+int nodes_spanned(std::int64_t n, std::int64_t stride, int gpus_per_node);
 
 struct PlanLayout {
   calc::TrainingSetup setup;  // dp, zero, tp, pp (cp = ep = 1), mbs, seq, recompute, mixed precision

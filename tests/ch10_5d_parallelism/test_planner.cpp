@@ -1,0 +1,168 @@
+// The planner (chapter 10): its step model against the playbook's data-parallel scaling series
+// of the 1.34B model (the calibration set: the fitted constants must reproduce it); exercise 10.1's
+// two terms against hand-worked numbers (the memory filter over the pipeline stages, TP's
+// all-reduces at the level of the hierarchy they span); every layout it proposes fits, the search
+// over the playbook's campaign (4 models × 7 node counts) finds a layout for each where one fits;
+// cluster files; bad input.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "common/calc/memory_model.hpp"
+#include "common/error.hpp"
+#include "chapters/10_5d_parallelism/planner.hpp"
+#include "chapters/10_5d_parallelism/planner_terms.hpp"
+
+using namespace usp;
+using namespace usp::plan;
+
+namespace {
+
+PlanLayout dp_layout(std::int64_t dp, std::int64_t mbs, std::int64_t gas) {
+  PlanLayout l;
+  l.setup.model = ModelConfig::builtin("playbook-1.34b");
+  l.setup.seq = 4096;
+  l.setup.mbs = mbs;
+  l.setup.dp = dp;
+  l.gas = gas;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("the step model reproduces the playbook's DP scaling series of the 1.34B model (its calibration set)",
+          "[plan]") {
+  // DP (GPUs), MBS, GAS, measured MFU (ZeRO-0, TP = PP = 1, s = 4096, 1,048,576 tokens per step).
+  struct Point {
+    std::int64_t dp, mbs, gas;
+    double mfu;
+  };
+  const Point series[] = {{8, 2, 16, 0.392}, {16, 1, 16, 0.367}, {32, 1, 8, 0.345},
+                          {64, 1, 4, 0.304}, {128, 2, 1, 0.258}, {256, 1, 1, 0.153}};
+  const Cluster cl = Cluster::playbook();
+  for (const Point& p : series) {
+    const PlanLayout l = dp_layout(p.dp, p.mbs, p.gas);
+    INFO("DP " << p.dp << ": predicted " << mfu(l, cl) << ", measured " << p.mfu);
+    CHECK(l.world() * p.mbs * p.gas * 4096 == p.dp * p.mbs * p.gas * 4096);
+    // The three constants were fitted to these six points (max relative error 3.6%); a model
+    // that drifts from what was fitted (a term dropped, a bandwidth taken at the wrong node
+    // count) misses by more than 5%. The issue's bar is 15%.
+    CHECK(std::fabs(mfu(l, cl) - p.mfu) <= 0.05 * p.mfu);
+  }
+}
+
+TEST_CASE("exercise 10.1 (a): layout_bytes is the most loaded pipeline stage's memory, logits included", "[plan]") {
+  // The 1.34B model untied (v = 128256, h = 2048, L = 16), s = 4096, mixed precision, full
+  // recomputation (a layer keeps only its input: 2·s·b·h bytes), ZeRO-0, dp 1.
+  PlanLayout l = dp_layout(1, 8, 1);
+  l.setup.model.tied_embeddings = false;
+  l.setup.recompute = Recompute::full;
+  const std::int64_t h = 2048, v = 128256, s = 4096;
+  const std::int64_t layer = 4 * h * h * 1 + 3 * h * 8192 + 2 * h;  // q, k, v, o (32 kv heads), MLP, norms
+  const std::int64_t table = v * h;                                  // the embedding, or the head
+  const std::int64_t per_param = 2 + 2 + 12;                          // bf16 weights and grads, fp32 master + Adam
+  const std::int64_t input = 2 * s * 8 * h;                          // one layer's input, mbs 8
+  const std::int64_t logits = 2 * 4 * 8 * s * v;                     // fp32 logits and gradient, 8 sequences
+  SECTION("pp = 1: the one stage, with its logits") {
+    CHECK(layout_bytes(l) == per_param * (table + 16 * layer + h + table) + 16 * input + logits);
+  }
+  SECTION("pp = 16, mbs 8: the last stage (head + logits) outweighs the first (16 micro-batches in flight)") {
+    l.setup.pp = 16;
+    l.gas = 16;
+    const std::int64_t first = per_param * (table + layer) + 16 * input;
+    const std::int64_t last = per_param * (layer + h + table) + 1 * input + logits;
+    REQUIRE(last > first);
+    CHECK(layout_bytes(l) == last);
+  }
+  SECTION("pp = 16, mbs 1: the first stage outweighs the last") {
+    l.setup.pp = 16;
+    l.setup.mbs = 1;
+    l.setup.recompute = Recompute::none;
+    l.gas = 128;
+    calc::TrainingSetup first = l.setup, last = l.setup;
+    last.stage = 15;
+    REQUIRE(calc::memory_per_rank(first).total() > calc::memory_per_rank(last).total() + logits / 8);
+    CHECK(layout_bytes(l) == calc::memory_per_rank(first).total());
+  }
+}
+
+TEST_CASE("exercise 10.1 (b): TP's all-reduces per step at the bandwidth of the level they span", "[plan]") {
+  const Cluster cl = Cluster::playbook();
+  // The 8.86B model (L = 32, h = 4096), s = 4096, mbs 1, tp 4 × pp 2, 16 micro-batches per step:
+  // 4 all-reduces × 16 layers per stage × 16 micro-batches = 1024, each of 4096·4096·2 bytes
+  // = 32 MiB moving 2·3/4 of that through each link, inside a node: 435.97 GB/s × 0.46.
+  PlanLayout l;
+  l.setup.model = ModelConfig::builtin("playbook-8.86b");
+  l.setup.seq = 4096;
+  l.setup.tp = 4;
+  l.setup.pp = 2;
+  l.gas = 16;
+  const double one = 4096.0 * 4096.0 * 2.0 * 1.5;
+  CHECK(tp_seconds(l, cl) == Approx(1024.0 * one / (435.97e9 * 0.46)).epsilon(1e-12));
+  CHECK(step_time(l, cl).tp == tp_seconds(l, cl));
+  l.setup.tp = 1;
+  CHECK(tp_seconds(l, cl) == 0.0);
+  // TP over 16 GPUs of a cluster that allows it spans 2 nodes: 2·15/16 of each, at 361.75 GB/s.
+  Cluster open = cl;
+  open.tp_within_node = false;
+  l.setup.tp = 16;
+  l.setup.pp = 1;
+  l.gas = 1;
+  CHECK(tp_seconds(l, open) == Approx(4.0 * 32 * 4096.0 * 4096.0 * 2.0 * 2.0 * 15 / 16 / (361.75e9 * 0.46)).epsilon(1e-12));
+}
+
+TEST_CASE("every layout the planner proposes fits in memory by usp_calc's model; the campaign's search", "[plan]") {
+  const Cluster cl = Cluster::playbook();
+  for (const char* model : {"playbook-1.34b", "playbook-3.57b", "playbook-8.86b", "playbook-80b"})
+    for (int nodes : {1, 2, 4, 8, 16, 32, 64}) {
+      INFO(model << " on " << nodes << " node(s)");
+      const std::vector<PlannedLayout> all = search_layouts(PlanRequest{ModelConfig::builtin(model), nodes}, cl);
+      for (const PlannedLayout& p : all) {
+        CHECK(static_cast<double>(p.memory_bytes) <= cl.memory_bytes);
+        CHECK(p.memory_bytes == layout_bytes(p.layout));
+        CHECK(p.memory_bytes >= calc::memory_per_rank(p.layout.setup).total());  // the first stage's, at least
+        CHECK(p.layout.world() == nodes * cl.gpus_per_node);
+        CHECK(p.layout.setup.dp * p.layout.setup.mbs * p.layout.gas * 4096 == 1 << 20);
+        CHECK(p.layout.setup.tp <= cl.gpus_per_node);
+      }
+      for (std::size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1].mfu >= all[i].mfu);
+      // Everything but the 80B model fits on one node. The 80B model's parameters, gradients and
+      // Adam states are 16 bytes × 80B = 1.28 TB: 80 GB per GPU even fully sharded over 2 nodes'
+      // 16 GPUs, so it fits from 4 nodes on (the playbook: "only near the memory limit").
+      if (std::string(model) != "playbook-80b" || nodes >= 4) CHECK_FALSE(all.empty());
+      else CHECK(all.empty());
+    }
+}
+
+TEST_CASE("cluster files and bad requests", "[plan]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "usp_plan_test";
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "mi250x.json").string();
+  std::ofstream(file) << R"({"name": "four MI250X per node", "gpus_per_node": 8, "peak_tflops": 191.5, "memory_gb": 64,
+    "bus_bandwidth_gbps": {"nodes": [1, 2], "all_reduce": [150, 50], "all_gather": [80, 30], "reduce_scatter": [80, 30]}})";
+  const Cluster c = Cluster::from_file(file);
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c.peak_flops == 191.5e12);
+  CHECK(c.bus(c.all_reduce, 1) == 150e9);
+  CHECK(c.bus(c.all_reduce, 8) == 50e9);  // beyond the table: its last entry
+  for (const PlannedLayout& p : search_layouts(PlanRequest{ModelConfig::builtin("playbook-1.34b"), 2}, c))
+    CHECK(static_cast<double>(p.memory_bytes) <= 64e9);
+  std::ofstream(file) << R"({"gpus_per_node": 8, "peak_tflops": 191.5})";
+  CHECK_THROWS_AS(Cluster::from_file(file), UsageError);
+  CHECK_THROWS_WITH(search_layouts(PlanRequest{ModelConfig::builtin("playbook-1.34b"), 0}, c), Catch::Contains("--nodes must be >= 1"));
+  CHECK_THROWS_WITH(search_layouts(PlanRequest{ModelConfig::builtin("playbook-1.34b"), 1, 4096, 1000}, c),
+                    Catch::Contains("must be a multiple of --seq"));
+  CHECK_THROWS_WITH(ModelConfig::builtin("playbook-2b"), Catch::Contains("unknown model 'playbook-2b'"));
+  // A world that does not factor with the asked tp, and TP across nodes where the cluster forbids it.
+  PlanRequest odd{ModelConfig::builtin("playbook-8.86b"), 1};
+  odd.tp = 3;
+  CHECK_THROWS_WITH(search_layouts(odd, Cluster::playbook()), Catch::Contains("--tp 3 does not divide the 8 GPUs"));
+  PlanRequest wide{ModelConfig::builtin("playbook-8.86b"), 2};
+  wide.tp = 16;
+  CHECK_THROWS_WITH(search_layouts(wide, Cluster::playbook()), Catch::Contains("keeps tensor parallelism inside a node"));
+  Cluster open = Cluster::playbook();
+  open.tp_within_node = false;
+  for (const PlannedLayout& p : search_layouts(wide, open)) CHECK(p.layout.setup.tp == 16);
+  std::filesystem::remove_all(dir);
+}
