@@ -79,12 +79,7 @@ void print_breakdown(std::ostream& os, const Breakdown& b, const LayerMeasuremen
 }
 
 void print_calculator_view(std::ostream& os, const TrainingConfig& cfg) {
-  calc::TrainingSetup s;
-  s.model = cfg.model;
-  s.seq = cfg.seq;
-  s.mbs = cfg.mbs;
-  s.precision = cfg.dtype == DType::f32 ? calc::Precision::fp32 : calc::Precision::mixed;
-  s.recompute = cfg.recompute;
+  calc::TrainingSetup s = calc_setup(cfg);
   const calc::MemoryBreakdown m = calc::memory_per_rank(s);
   const std::int64_t exact = cfg.model.layers * calc::course_layer_activation_bytes(
                                                     cfg.model, cfg.seq, cfg.mbs, cfg.recompute, s.activation_element_bytes());

@@ -26,12 +26,7 @@ std::vector<double> single_device_losses(Communicator& self, const TrainingConfi
 }
 
 calc::MemoryBreakdown predicted(const TrainingConfig& cfg, const Layout5d& l, int stage) {
-  calc::TrainingSetup s;
-  s.model = cfg.model;
-  s.seq = cfg.seq;
-  s.mbs = cfg.mbs;
-  s.precision = cfg.dtype == DType::f32 ? calc::Precision::fp32 : calc::Precision::mixed;
-  s.recompute = cfg.recompute;
+  calc::TrainingSetup s = calc_setup(cfg);
   s.dp = l.dp, s.zero = l.zero, s.tp = l.tp, s.cp = l.cp, s.pp = l.pp, s.ep = l.ep, s.stage = stage;
   return calc::memory_per_rank(s);
 }

@@ -13,7 +13,8 @@
 //   3. The campaign: for the playbook's four models (1.34B, 3.57B, 8.86B, 80B) on 1-64 nodes of 8
 //      H100, the best layout the planner finds (plots/ch10_best_config.py draws the heatmap),
 //      and the search's time.
-// Writes <out>/summary.json, layout_ranks.csv, calibration.csv and campaign.csv.
+// Writes <out>/summary.json, layout_ranks.csv, calibration.csv, campaign.csv and memory_8b.csv (the
+// 8B model's memory per GPU under each parallelism, from the calculator: plots/ch10_memory_8b.py).
 //
 //   mpirun -np 8 build/bin/ch10_5d_parallelism [--dp 2 --tp 2 --pp 2 [--cp 1] [--ep 1] [--zero 0|1]
 //                                               [--schedule 1f1b] [--m 4] [--experts E]] [--cluster FILE]
@@ -26,6 +27,7 @@
 #include "chapters/10_5d_parallelism/campaign.hpp"
 #include "chapters/10_5d_parallelism/layout_report.hpp"
 #include "chapters/10_5d_parallelism/layout_run.hpp"
+#include "chapters/10_5d_parallelism/memory_by_dimension.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
@@ -180,6 +182,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
       write_file_atomic(out + "/calibration.csv", calibration_csv(cal));
       write_file_atomic(out + "/campaign.csv", campaign_csv(cells));
     }
+    write_file_atomic(out + "/memory_8b.csv", memory_by_dimension_csv(memory_by_dimension()));
   }
   JsonWriter j;
   j.begin_object().key("layouts").raw(layouts_json.str()).field("cluster", cluster.name);
@@ -189,7 +192,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                          {.chapter = "10_5d_parallelism", .losses = first_losses, .tokens_per_second = tokens_per_second,
                           .dp = l.dp, .tp = l.tp, .cp = l.cp, .pp = l.pp, .ep = l.ep, .flags_json = cli.values_json(),
                           .chapter_json = j.str()});
-  if (rt.is_root()) std::cout << "\nwrote " << out << "/summary.json, layout_ranks.csv, calibration.csv, campaign.csv\n";
+  if (rt.is_root()) std::cout << "\nwrote " << out << "/summary.json, layout_ranks.csv, calibration.csv, campaign.csv, memory_8b.csv\n";
   return 0;
 }
 

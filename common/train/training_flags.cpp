@@ -123,4 +123,14 @@ std::unique_ptr<Dataset> open_training_data(const TrainingConfig& cfg) {
   return data;
 }
 
+calc::TrainingSetup calc_setup(const TrainingConfig& cfg) {
+  calc::TrainingSetup s;
+  s.model = cfg.model;
+  s.seq = cfg.seq;
+  s.mbs = cfg.mbs;
+  s.precision = cfg.dtype == DType::f32 ? calc::Precision::fp32 : calc::Precision::mixed;
+  s.recompute = cfg.recompute;
+  return s;
+}
+
 }  // namespace usp

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/calc/training_setup.hpp"
 #include "common/cli.hpp"
 #include "common/data/dataset.hpp"
 #include "common/model/config.hpp"
@@ -61,6 +62,10 @@ void add_moe_flags(Cli& cli, const MoeDefaults& defaults = {});
 // <= 0), and for a --device or --backend the training chapters cannot honour (see
 // require_cpu_training).
 TrainingConfig training_config_from(const Cli& cli);
+
+// The calculator's view of a training run on one rank (no parallelism yet): its model, seq, mbs,
+// recomputation, and fp32 or mixed precision (bf16) from its dtype. Chapters set the layout on it.
+calc::TrainingSetup calc_setup(const TrainingConfig& cfg);
 
 // The training chapters run the model on CPU ranks (its CUDA path is not implemented yet), so a
 // flag that asks for anything else is an error, never silently ignored: --device must be auto
