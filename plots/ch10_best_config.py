@@ -13,7 +13,7 @@ import os
 
 from figure_io import parse_args, plt, read_csv, save  # noqa: E402
 
-NEEDED = ["model", "nodes", "fitting", "dp", "tp", "pp", "zero", "mbs", "recompute", "mfu"]
+NEEDED = ["model", "nodes", "fitting", "dp", "tp", "pp", "cp", "zero", "mbs", "recompute", "schedule", "mfu"]
 
 
 def main():
@@ -29,7 +29,9 @@ def main():
             ax.text(j, i, "does not fit", ha="center", va="center", fontsize=7, color="dimgray")
             continue
         grid[i][j] = 100 * float(r["mfu"])
-        label = (f"{grid[i][j]:.1f}%\n{r['dp']}·{r['tp']}·{r['pp']}\nZ{r['zero']} b{r['mbs']} "
+        mesh = f"{r['dp']}·{r['tp']}·{r['pp']}" + (f"·cp{r['cp']}" if r["cp"] != "1" else "")
+        sched = " zb" if r["schedule"] == "zb-h1" else ""
+        label = (f"{grid[i][j]:.1f}%\n{mesh}{sched}\nZ{r['zero']} b{r['mbs']} "
                  f"{ {'none': 'no rc', 'selective': 'sel', 'full': 'full'}[r['recompute']] }")
         ax.text(j, i, label, ha="center", va="center", fontsize=7, color="white" if grid[i][j] < 25 else "black")
     image = ax.imshow(grid, cmap="viridis", aspect="auto")
@@ -38,7 +40,7 @@ def main():
     ax.set_yticks(range(len(models)))
     ax.set_yticklabels(models)
     ax.set_xlabel("nodes of 8 GPUs")
-    ax.set_title("best layout found by the planner (dp·tp·pp, ZeRO, micro-batch, recomputation) and its predicted MFU",
+    ax.set_title("best layout found by the planner (dp·tp·pp[·cp] [zb: ZB-H1], ZeRO, micro-batch, recomputation) and its predicted MFU",
                  fontsize=9)
     fig.colorbar(image, ax=ax, label="predicted MFU (%)")
     save(fig, args.out, "ch10_best_config.png")

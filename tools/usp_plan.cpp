@@ -4,10 +4,11 @@
 //   usp_plan --model M --nodes N [--gpus-per-node 8] [--seq 4096] [--global-batch-tokens 1048576]
 //            [--cluster FILE] [--tp T] [--pp P] [--top K] [--json]
 //
-// Every layout dp · tp · pp of the cluster's GPUs with ZeRO 0-3, micro-batch 1-8 and each
-// recomputation mode is kept if usp_calc's memory model fits it in a GPU, timed by the step model
+// Every layout dp · tp · pp · cp of the cluster's GPUs with ZeRO 0-3, micro-batch 1-8, each
+// recomputation mode and (with pp > 1) 1F1B or ZB-H1 is kept if its most loaded rank fits in a GPU
+// (usp_calc's memory model per stage, plus the last stage's logits), timed by the step model
 // (compute at a fitted efficiency, each collective over the nodes its group spans at NCCL's
-// measured bandwidth, 1F1B's bubble), and ranked by MFU. The text shows why each term costs what
+// measured bandwidth, the schedule's bubble from chapter 08's simulator), and ranked by MFU. The text shows why each term costs what
 // it costs; --json prints {"best": [{dp, tp, pp, cp, ep, zero, mbs, gas, recompute, schedule,
 // memory_bytes, step_seconds, tokens_per_second_per_gpu, mfu, ...}], ...}.
 #include <cstdio>
@@ -67,6 +68,7 @@ int plan_main(int argc, char** argv) {
       j.field("schedule", p.layout.schedule()).field("memory_bytes", p.memory_bytes).field("step_seconds", p.time.total());
       j.field("tokens_per_second_per_gpu", p.tokens_per_second_per_gpu).field("mfu", p.mfu);
       j.field("compute_seconds", p.time.compute).field("dp_seconds", p.time.dp).field("tp_seconds", p.time.tp);
+      j.field("cp_seconds", p.time.cp);
       j.field("pp_bubble_seconds", p.time.pp_bubble).field("pp_p2p_seconds", p.time.pp_p2p);
       j.end_object();
     }
@@ -81,16 +83,18 @@ int plan_main(int argc, char** argv) {
   std::printf("step model: compute at %.0f%% of %.1f TFLOPS, collectives at %.0f%% of the measured bus bandwidth,\n"
               "%.0f%% of the last micro-batch's backward hiding the DP all-reduce (fitted on the playbook's DP series)\n\n",
               100 * kComputeEfficiency, cluster.peak_flops / 1e12, 100 * kBandwidthEfficiency, 100 * kOverlap);
-  std::printf("  %3s %3s %3s %4s %4s %4s %-9s %-5s | %8s %7s %6s | %7s %7s %7s %7s %7s\n", "dp", "tp", "pp", "zero",
-              "mbs", "gas", "recompute", "sched", "mem GB", "tok/s", "MFU", "step s", "compute", "DP", "TP", "PP");
+  std::printf("  %3s %3s %3s %3s %4s %4s %4s %-9s %-5s | %8s %7s %6s | %7s %7s %7s %7s %7s %7s\n", "dp", "tp", "pp",
+              "cp", "zero", "mbs", "gas", "recompute", "sched", "mem GB", "tok/s", "MFU", "step s", "compute", "DP", "TP",
+              "CP", "PP");
   for (std::size_t i = 0; i < top; ++i) {
     const PlannedLayout& p = all[i];
     const calc::TrainingSetup& s = p.layout.setup;
-    std::printf("  %3lld %3lld %3lld %4d %4lld %4lld %-9s %-5s | %8.1f %7.0f %5.1f%% | %7.3f %7.3f %7.3f %7.3f %7.3f\n",
-                static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp), s.zero,
+    std::printf("  %3lld %3lld %3lld %3lld %4d %4lld %4lld %-9s %-5s | %8.1f %7.0f %5.1f%% | %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f\n",
+                static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp),
+                static_cast<long long>(s.cp), s.zero,
                 static_cast<long long>(s.mbs), static_cast<long long>(p.layout.gas), recompute_name(s.recompute),
                 p.layout.schedule().c_str(), static_cast<double>(p.memory_bytes) / 1e9, p.tokens_per_second_per_gpu,
-                100 * p.mfu, p.time.total(), p.time.compute, p.time.dp, p.time.tp, p.time.pp_bubble + p.time.pp_p2p);
+                100 * p.mfu, p.time.total(), p.time.compute, p.time.dp, p.time.tp, p.time.cp, p.time.pp_bubble + p.time.pp_p2p);
   }
   if (all.empty()) std::printf("  (no layout fits: more nodes, or a smaller model)\n");
   return 0;

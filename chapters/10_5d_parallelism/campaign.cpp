@@ -39,16 +39,16 @@ std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster) {
 std::string campaign_csv(const std::vector<CampaignCell>& cells) {
   std::ostringstream csv;
   csv.precision(9);
-  csv << "model,nodes,fitting,dp,tp,pp,zero,mbs,gas,recompute,schedule,memory_bytes,step_seconds,"
+  csv << "model,nodes,fitting,dp,tp,pp,cp,zero,mbs,gas,recompute,schedule,memory_bytes,step_seconds,"
          "tokens_per_second_per_gpu,mfu\n";
   for (const CampaignCell& c : cells) {
     csv << c.model << ',' << c.nodes << ',' << c.fitting;
     if (c.fitting == 0) {
-      csv << ",,,,,,,,,,,,\n";
+      csv << ",,,,,,,,,,,,,\n";
       continue;
     }
     const calc::TrainingSetup& s = c.best.layout.setup;
-    csv << ',' << s.dp << ',' << s.tp << ',' << s.pp << ',' << s.zero << ',' << s.mbs << ',' << c.best.layout.gas << ','
+    csv << ',' << s.dp << ',' << s.tp << ',' << s.pp << ',' << s.cp << ',' << s.zero << ',' << s.mbs << ',' << c.best.layout.gas << ','
         << recompute_name(s.recompute) << ',' << c.best.layout.schedule() << ',' << c.best.memory_bytes << ','
         << c.best.time.total() << ',' << c.best.tokens_per_second_per_gpu << ',' << c.best.mfu << '\n';
   }
@@ -80,17 +80,18 @@ void print_calibration(const std::vector<CalibrationPoint>& cal) {
 void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds) {
   std::printf("\n3. The campaign: the best layout per model and node count (%s; searched in %.3f s)\n",
               cluster.name.c_str(), seconds);
-  std::printf("   %-15s %5s | %3s %3s %3s %4s %3s %4s %-9s | %6s %7s\n", "model", "nodes", "dp", "tp", "pp", "zero", "mbs",
-              "gas", "recompute", "MFU", "mem GB");
+  std::printf("   %-15s %5s | %3s %3s %3s %3s %4s %3s %4s %-9s %-5s | %6s %7s\n", "model", "nodes", "dp", "tp", "pp",
+              "cp", "zero", "mbs", "gas", "recompute", "sched", "MFU", "mem GB");
   for (const CampaignCell& c : cells) {
     if (c.fitting == 0) {
       std::printf("   %-15s %5d | nothing fits\n", c.model.c_str(), c.nodes);
       continue;
     }
     const calc::TrainingSetup& s = c.best.layout.setup;
-    std::printf("   %-15s %5d | %3lld %3lld %3lld %4d %3lld %4lld %-9s | %5.1f%% %7.1f\n", c.model.c_str(), c.nodes,
-                static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp), s.zero,
-                static_cast<long long>(s.mbs), static_cast<long long>(c.best.layout.gas), recompute_name(s.recompute),
+    std::printf("   %-15s %5d | %3lld %3lld %3lld %3lld %4d %3lld %4lld %-9s %-5s | %5.1f%% %7.1f\n", c.model.c_str(),
+                c.nodes, static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp),
+                static_cast<long long>(s.cp), s.zero, static_cast<long long>(s.mbs),
+                static_cast<long long>(c.best.layout.gas), recompute_name(s.recompute), c.best.layout.schedule().c_str(),
                 100 * c.best.mfu, static_cast<double>(c.best.memory_bytes) / 1e9);
   }
 }

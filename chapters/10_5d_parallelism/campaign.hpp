@@ -28,7 +28,7 @@ struct CalibrationPoint {
 };
 std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster);
 
-// campaign.csv: model,nodes,fitting,dp,tp,pp,zero,mbs,gas,recompute,schedule,memory_bytes,
+// campaign.csv: model,nodes,fitting,dp,tp,pp,cp,zero,mbs,gas,recompute,schedule,memory_bytes,
 // step_seconds,tokens_per_second_per_gpu,mfu (empty layout fields where nothing fits).
 std::string campaign_csv(const std::vector<CampaignCell>& cells);
 // calibration.csv: dp,mbs,gas,measured_mfu,predicted_mfu

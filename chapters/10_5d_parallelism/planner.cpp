@@ -36,33 +36,36 @@ std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& c
     if (r.model.heads % tp != 0 || r.model.ffn % tp != 0) continue;
     for (std::int64_t pp = 1; pp <= r.model.layers && tp * pp <= world; ++pp) {
       if ((world / tp) % pp != 0 || r.model.layers % pp != 0 || (r.pp > 0 && pp != r.pp)) continue;
-      const std::int64_t dp = world / tp / pp;
-      for (std::int64_t mbs : {1, 2, 4, 8}) {
-        if (samples % (dp * mbs) != 0) continue;
-        const std::int64_t gas = samples / (dp * mbs);
-        if (pp > 1 && gas < pp) continue;  // 1F1B needs at least p micro-batches to fill the pipeline
-        for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
-          for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-            PlanLayout l;
-            calc::TrainingSetup& s = l.setup;
-            s.model = r.model;
-            s.seq = r.seq;
-            s.mbs = mbs;
-            s.precision = calc::Precision::mixed;
-            s.recompute = rc;
-            s.dp = dp;
-            s.zero = zero;
-            s.tp = tp;
-            s.pp = pp;
-            l.gas = gas;
-            const std::int64_t bytes = layout_bytes(l);  // the most loaded stage (exercise 10.1)
-            if (static_cast<double>(bytes) > cl.memory_bytes) continue;
-            PlannedLayout p{l, bytes, step_time(l, cl), 0, 0};
-            p.mfu = mfu(l, cl);
-            p.tokens_per_second_per_gpu = static_cast<double>(r.global_batch_tokens) / p.time.total() /
-                                          static_cast<double>(world);
-            out.push_back(p);
-          }
+      // CP: powers of two that cut the sequence into 2·cp zig-zag chunks.
+      for (std::int64_t cp = 1; cp <= world / tp / pp && (world / tp / pp) % cp == 0 && r.seq % (2 * cp) == 0; cp *= 2) {
+        const std::int64_t dp = world / tp / pp / cp;
+        for (std::int64_t mbs : {1, 2, 4, 8}) {
+          if (samples % (dp * mbs) != 0) continue;
+          const std::int64_t gas = samples / (dp * mbs);
+          if (pp > 1 && gas < pp) continue;  // the schedules need at least p micro-batches to fill the pipeline
+          for (int zero = 0; zero <= (dp * cp > 1 ? 3 : 0); ++zero)
+            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
+              for (ch08::ScheduleKind kind : {ch08::ScheduleKind::one_f_one_b, ch08::ScheduleKind::zb_h1}) {
+                if (pp == 1 && kind != ch08::ScheduleKind::one_f_one_b) continue;  // no pipeline: one "schedule"
+                PlanLayout l;
+                calc::TrainingSetup& s = l.setup;
+                s.model = r.model;
+                s.seq = r.seq;
+                s.mbs = mbs;
+                s.precision = calc::Precision::mixed;
+                s.recompute = rc;
+                s.dp = dp, s.zero = zero, s.tp = tp, s.pp = pp, s.cp = cp;
+                l.gas = gas;
+                l.kind = kind;
+                const std::int64_t bytes = layout_bytes(l);  // the most loaded stage (exercise 10.1)
+                if (static_cast<double>(bytes) > cl.memory_bytes) continue;
+                PlannedLayout p{l, bytes, step_time(l, cl), 0, 0};
+                p.mfu = mfu(l, cl);
+                p.tokens_per_second_per_gpu = static_cast<double>(r.global_batch_tokens) / p.time.total() /
+                                              static_cast<double>(world);
+                out.push_back(p);
+              }
+        }
       }
     }
   }

@@ -1,10 +1,11 @@
 // The cluster planner (usp_plan): every layout of a model on a cluster that fits in the GPUs'
 // memory, ranked by predicted MFU.
-//   layouts   dp · tp · pp = nodes · GPUs per node (tp a divisor of the GPUs per node, or beyond
-//             when the cluster lets TP span nodes; pp a divisor of the layers), ZeRO 0..3 (1..3
-//             only with dp > 1), mbs ∈ {1, 2, 4, 8} with gas = global batch / (dp · mbs · s) a
-//             whole number, recomputation none / selective / full; 1F1B when pp > 1. Context
-//             and expert parallelism are not searched (cp = ep = 1).
+//   layouts   dp · tp · pp · cp = nodes · GPUs per node (tp a power of two within a node, or
+//             beyond when the cluster lets TP span nodes; pp a divisor of the layers; cp a power
+//             of two with s divisible by 2·cp), ZeRO 0..3 (1..3 only with dp·cp > 1), mbs ∈
+//             {1, 2, 4, 8} with gas = global batch / (dp · mbs · s) a whole number,
+//             recomputation none / selective / full; the schedule 1F1B or ZB-H1 when pp > 1.
+//             Expert parallelism is not searched (ep = 1: the step model has no all-to-all term).
 //   memory    usp_calc's per-rank model (calc::memory_per_rank, mixed precision) of the most
 //             loaded pipeline stage must fit in the GPU's memory (layout_bytes, exercise 10.1);
 //   time      step_model.hpp.

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
+#include <vector>
 
+#include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
 #include "chapters/10_5d_parallelism/planner_terms.hpp"
 #include "common/calc/flops_model.hpp"
 
@@ -39,26 +43,56 @@ StepTime step_time(const PlanLayout& l, const Cluster& cl) {
   if (s.recompute == Recompute::full) per_token += 2 * n + 4 * lhs;
   if (s.recompute == Recompute::selective) per_token += 2 * lhs;
   t.compute = per_token * tokens(l) / gpus / (cl.peak_flops * kComputeEfficiency);
-  // DP: the gradient of what a rank holds, once per step.
-  if (s.dp > 1) {
-    const double grads = static_cast<double>(c.num_parameters()) / static_cast<double>(s.tp * s.pp) * kBytes;
-    const double volume = grads * 2.0 * static_cast<double>(s.dp - 1) / static_cast<double>(s.dp) * (s.zero == 3 ? 1.5 : 1.0);
-    const int span = nodes_spanned(s.dp, s.tp * s.cp, cl.gpus_per_node);
-    const double comm = volume / (cl.bus(cl.all_reduce, span) * kBandwidthEfficiency);
-    const double last_backward = t.compute / static_cast<double>(l.gas) * 2.0 / 3.0;
-    t.dp = std::max(0.0, comm - kOverlap * last_backward);
+  // DP: the gradients of what a rank holds over the dp·cp ranks holding it. ZeRO-0/1: one
+  // all-reduce per step (ZeRO-1's reduce-scatter + all-gather move the same), partly hidden by
+  // the last micro-batch's backward. ZeRO-2 keeps only its gradient shard, so it reduce-scatters
+  // after every micro-batch and all-gathers the parameters once; ZeRO-3 also all-gathers the
+  // parameters in every micro-batch's forward and backward. Those per-micro-batch collectives
+  // hide behind every backward in the same proportion.
+  const std::int64_t replicas = s.dp * s.cp;
+  if (replicas > 1) {
+    const double n_r = static_cast<double>(replicas);
+    const double share = static_cast<double>(c.num_parameters()) / static_cast<double>(s.tp * s.pp) * kBytes *
+                         (n_r - 1) / n_r;  // (n-1)/n of the rank's parameters, in bytes
+    const int span = nodes_spanned(replicas, s.tp, cl.gpus_per_node);
+    const double gas = static_cast<double>(l.gas);
+    auto seconds = [&](const std::vector<double>& table, double bytes) {
+      return bytes / (cl.bus(table, span) * kBandwidthEfficiency);
+    };
+    double comm = 0, backward = t.compute * 2.0 / 3.0 / gas;  // the backward that can hide it
+    if (s.zero <= 1) comm = seconds(cl.all_reduce, 2 * share);
+    if (s.zero == 2) comm = gas * seconds(cl.reduce_scatter, share) + seconds(cl.all_gather, share), backward *= gas;
+    if (s.zero == 3) comm = gas * (seconds(cl.reduce_scatter, share) + 2 * seconds(cl.all_gather, share)), backward *= gas;
+    t.dp = std::max(0.0, comm - kOverlap * backward);
   }
   // TP: 4 all-reduces of the [mbs·s, h] activations per layer and micro-batch, not hidden
   // (exercise 10.1, planner_terms.hpp).
   t.tp = tp_seconds(l, cl);
-  // PP: 1F1B's bubble and the boundary crossings (point to point at the all-gather's bandwidth).
+  // CP: the ring's K/V blocks, forward (K, V) and backward (K, V, dK, dV), not hidden.
+  if (s.cp > 1) {
+    const double kv = 2.0 * static_cast<double>(s.mbs * (s.seq / s.cp) * (c.kv_heads / s.tp) * c.head_dim()) * kBytes;
+    const double per_micro_batch = 3.0 * static_cast<double>(s.cp - 1) * kv * static_cast<double>(c.layers) /
+                                   static_cast<double>(s.pp);
+    const int span = nodes_spanned(s.cp, s.tp, cl.gpus_per_node);
+    t.cp = static_cast<double>(l.gas) * per_micro_batch / (cl.bus(cl.all_gather, span) * kBandwidthEfficiency);
+  }
+  // PP: the schedule's bubble and the boundary crossings (point to point at the all-gather's
+  // bandwidth; a rank's tokens only under CP).
   if (s.pp > 1) {
-    t.pp_bubble = t.compute * static_cast<double>(s.pp - 1) / static_cast<double>(l.gas);
-    const double act = static_cast<double>(s.mbs * s.seq * c.hidden) * kBytes;
+    t.pp_bubble = t.compute * bubble_ratio(l.kind, static_cast<int>(s.pp), static_cast<int>(l.gas));
+    const double act = static_cast<double>(s.mbs * (s.seq / s.cp) * c.hidden) * kBytes;
     const int span = nodes_spanned(2, s.dp * s.tp * s.cp, cl.gpus_per_node);
     t.pp_p2p = 2.0 * static_cast<double>(l.gas) * act / (cl.bus(cl.all_gather, span) * kBandwidthEfficiency);
   }
   return t;
+}
+
+double bubble_ratio(ch08::ScheduleKind kind, int p, int m) {
+  static std::map<std::tuple<ch08::ScheduleKind, int, int>, double> known;  // the search asks again and again
+  const auto key = std::tuple{kind, p, m};
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  const ch08::Simulation sim = ch08::simulate(ch08::make_schedule(kind, p, m), ch08::uniform_costs(p, {1, 1, 1}));
+  return known[key] = sim.bubble();
 }
 
 double mfu(const PlanLayout& l, const Cluster& cl) {

@@ -2,26 +2,39 @@
 // with three efficiency constants fitted on the playbook's data-parallel scaling series of the
 // 1.34B model (the only measured cluster data used; docs: the plan module's calibration).
 //
-// For a layout dp · tp · pp (cp = ep = 1 in this model), micro-batches of mbs sequences of s
-// tokens, gas of them per step (global batch = dp · mbs · gas · s tokens):
+// For a layout dp · tp · pp · cp (ep = 1 in this model), micro-batches of mbs sequences of s
+// tokens, gas of them per step (global batch = dp · mbs · gas · s tokens), on the mesh order
+// tp-cp-dp-pp (TP innermost):
 //   compute    the step's FLOPs per GPU, (6N + 12·L·h·s per token, + recomputation's) · tokens
-//              / (tp · pp · dp), at kComputeEfficiency of the GPU's peak;
-//   DP         one gradient all-reduce per step of the rank's N/(tp·pp) bf16 gradients
-//              (2(n-1)/n of them on the ring; ZeRO-1/2: reduce-scatter + all-gather, the same;
-//              ZeRO-3: the parameters gathered again in forward and backward, ×1.5), over the
-//              nodes the DP group spans, at kBandwidthEfficiency of NCCL's measured bus
-//              bandwidth; kOverlap of the last micro-batch's backward hides part of it;
+//              / (dp · tp · pp · cp), at kComputeEfficiency of the GPU's peak;
+//   DP         the gradients of the rank's N/(tp·pp) bf16 parameters over the n = dp·cp ranks
+//              that hold the same weights, at kBandwidthEfficiency of NCCL's measured bus
+//              bandwidth for the nodes that group spans: ZeRO-0/1 one all-reduce per step
+//              (2(n-1)/n of them; ZeRO-1's reduce-scatter + all-gather move the same), kOverlap
+//              of the last micro-batch's backward hiding part of it; ZeRO-2 a reduce-scatter
+//              after every micro-batch (it keeps only its gradient shard) and one all-gather of the
+//              parameters; ZeRO-3 also all-gathers the parameters in every micro-batch's forward
+//              and backward; the per-micro-batch collectives hide behind every backward alike;
 //   TP         per layer and micro-batch, 2 all-reduces of the [mbs·s, h] bf16 activations in
 //              forward and 2 in backward (Megatron's f and g), inside a node (or over the nodes
 //              a group spans when the cluster allows), not hidden;
-//   PP         1F1B's bubble, (p-1)/m of the compute with m = gas micro-batches, plus each
-//              micro-batch's activation and gradient crossing each stage boundary.
+//   CP         ring attention, per layer and micro-batch: the K and V of the other cp-1 chunks
+//              pass each rank in forward (2·(cp-1)·mbs·(s/cp)·(kv heads/tp)·d elements), and K, V
+//              and their gradients in backward (twice that), at the all-gather bandwidth of the
+//              nodes the CP group spans; counted as not hidden (the ring overlaps it with the
+//              attention blocks, but no measured series exists to fit how much: a conservative
+//              choice, said here);
+//   PP         the schedule's bubble as chapter 08's simulator times it (the same lists the
+//              executor runs: 1F1B (p-1)/m, ZB-H1 (p-1)/(3m) with t_F = t_B = t_W) times the
+//              compute, with m = gas micro-batches, plus each micro-batch's activation and
+//              gradient crossing each stage boundary.
 // All times in seconds.
 #pragma once
 #include <string>
 
-#include "common/calc/training_setup.hpp"
+#include "chapters/08_pipeline_parallel/schedule.hpp"
 #include "chapters/10_5d_parallelism/cluster.hpp"
+#include "common/calc/training_setup.hpp"
 
 namespace usp::plan {
 
@@ -37,20 +50,24 @@ inline constexpr double kBytes = 2;  // bf16 activations, gradients and paramete
 int nodes_spanned(std::int64_t n, std::int64_t stride, int gpus_per_node);
 
 struct PlanLayout {
-  calc::TrainingSetup setup;  // dp, zero, tp, pp (cp = ep = 1), mbs, seq, recompute, mixed precision
+  calc::TrainingSetup setup;  // dp, zero, tp, pp, cp (ep = 1), mbs, seq, recompute, mixed precision
   std::int64_t gas = 1;       // micro-batches per step per DP rank
-  std::string schedule() const { return setup.pp > 1 ? "1f1b" : "none"; }
+  ch08::ScheduleKind kind = ch08::ScheduleKind::one_f_one_b;  // when pp > 1: 1F1B or ZB-H1
+  std::string schedule() const { return setup.pp > 1 ? ch08::schedule_kind_name(kind) : "none"; }
   std::int64_t world() const { return setup.dp * setup.tp * setup.pp * setup.cp; }
 };
 
 struct StepTime {
-  double compute = 0, dp = 0, tp = 0, pp_bubble = 0, pp_p2p = 0;
-  double total() const { return compute + dp + tp + pp_bubble + pp_p2p; }
+  double compute = 0, dp = 0, tp = 0, cp = 0, pp_bubble = 0, pp_p2p = 0;
+  double total() const { return compute + dp + tp + cp + pp_bubble + pp_p2p; }
 };
 
 // The model FLOPs of the step (MFU's numerator: no recomputation).
 double model_flops(const PlanLayout& l);
 StepTime step_time(const PlanLayout& l, const Cluster& cluster);
+// The schedule's bubble, idle / busy, for p equal stages and m micro-batches with t_F = t_B = t_W
+// (chapter 08's simulator on the schedule's lists; remembered per (kind, p, m)).
+double bubble_ratio(ch08::ScheduleKind kind, int p, int m);
 double mfu(const PlanLayout& l, const Cluster& cluster);  // model FLOPs / (T · GPUs · peak)
 
 }  // namespace usp::plan

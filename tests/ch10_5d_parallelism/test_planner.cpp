@@ -112,6 +112,40 @@ TEST_CASE("exercise 10.1 (b): TP's all-reduces per step at the bandwidth of the 
   CHECK(tp_seconds(l, open) == Approx(4.0 * 32 * 4096.0 * 4096.0 * 2.0 * 2.0 * 15 / 16 / (361.75e9 * 0.46)).epsilon(1e-12));
 }
 
+TEST_CASE("the pipeline bubble is chapter 08's simulator's; CP and ZeRO-3 add their collectives", "[plan]") {
+  using ch08::ScheduleKind;
+  // t_F = t_B = t_W: 1F1B (p-1)/m, ZB-H1 (p-1)/(3m) (chapter 08's formulas, which its simulator meets exactly).
+  CHECK(bubble_ratio(ScheduleKind::one_f_one_b, 4, 8) == 3.0 / 8);
+  CHECK(bubble_ratio(ScheduleKind::zb_h1, 4, 8) == 3.0 / 24);
+  const Cluster cl = Cluster::playbook();
+  PlanLayout l;
+  l.setup.model = ModelConfig::builtin("playbook-8.86b");
+  l.setup.seq = 4096;
+  l.setup.pp = 4;
+  l.setup.dp = 2;
+  l.gas = 8;
+  const StepTime one = step_time(l, cl);
+  CHECK(one.pp_bubble == Approx(one.compute * 3.0 / 8).epsilon(1e-12));
+  l.kind = ScheduleKind::zb_h1;
+  CHECK(step_time(l, cl).pp_bubble == Approx(one.compute * 3.0 / 24).epsilon(1e-12));
+  // CP 2 (inside a node): per layer and micro-batch 3 × (cp-1) × K and V of s/cp tokens
+  // (32 kv heads × 128 = 4096 values each), 8 layers per stage, 8 micro-batches, at 0.46 × the
+  // all-gather bus bandwidth in a node.
+  l.setup.cp = 2;
+  const double kv = 2.0 * 2048 * 4096 * 2;
+  CHECK(step_time(l, cl).cp == Approx(8 * 3 * kv * 8 / (cl.bus(cl.all_gather, 1) * 0.46)).epsilon(1e-12));
+  // ZeRO-3 gathers the parameters in every micro-batch's forward and backward: more DP time than
+  // ZeRO-1's one all-reduce, growing with the micro-batches.
+  l.setup.cp = 1;
+  l.setup.zero = 1;
+  const double zero1 = step_time(l, cl).dp;
+  l.setup.zero = 3;
+  const double zero3 = step_time(l, cl).dp;
+  CHECK(zero3 > zero1);
+  l.gas = 16;
+  CHECK(step_time(l, cl).dp > zero3);
+}
+
 TEST_CASE("every layout the planner proposes fits in memory by usp_calc's model; the campaign's search", "[plan]") {
   const Cluster cl = Cluster::playbook();
   for (const char* model : {"playbook-1.34b", "playbook-3.57b", "playbook-8.86b", "playbook-80b"})
