@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "common/json.hpp"
@@ -61,6 +62,21 @@ std::int64_t parse_size(const std::string& text, const std::string& what) {
     case SizeRead::kTooSmall: break;
   }
   throw UsageError(what + " does not fit in a 64-bit integer, got '" + text + "'");
+}
+
+std::vector<std::int64_t> parse_size_list(const std::string& text, const std::string& what, std::int64_t lo,
+                                          std::int64_t hi) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const std::int64_t v = parse_size(item, what);
+    if (v < lo || v > hi)
+      throw UsageError(what + " values must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + item);
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError(what + " must name at least one value");
+  return out;
 }
 
 Cli::Cli(std::string program, std::string summary) : program_(std::move(program)), summary_(std::move(summary)) {}

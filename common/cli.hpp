@@ -78,5 +78,9 @@ class Cli {
 // Parses "123", "64K", "64M", "1G" (powers of 1024); throws UsageError naming `what`, also when
 // the value does not fit in 64 bits.
 std::int64_t parse_size(const std::string& text, const std::string& what);
+// "256,512,1K" -> {256, 512, 1024}: comma-separated sizes (parse_size), each in [lo, hi], at least
+// one; UsageError naming `what` otherwise.
+std::vector<std::int64_t> parse_size_list(const std::string& text, const std::string& what, std::int64_t lo,
+                                          std::int64_t hi);
 
 }  // namespace usp

@@ -33,19 +33,6 @@ namespace {
 using namespace usp;
 using namespace usp::ch03;
 
-std::vector<std::int64_t> parse_list(const std::string& text) {
-  std::vector<std::int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const std::int64_t v = parse_size(item, "--accum-list");
-    if (v < 1 || v > 1024) throw UsageError("--accum-list values must be in 1..1024, got " + item);
-    out.push_back(v);
-  }
-  if (out.empty()) throw UsageError("--accum-list must name at least one k, e.g. 1,2,4");
-  return out;
-}
-
 // Part 1, one row per k: the terminal table, accumulation.csv and summary.json's "comparisons".
 report::Table comparison_table() {
   constexpr double kMiB = 1048576.0;
@@ -149,7 +136,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   const TrainingInputs in = agree_training_inputs(rt, cli);
   const TrainingConfig& cfg = in.config;
   std::vector<std::int64_t> ks;
-  rt.agree([&] { ks = parse_list(cli.get_string("accum-list")); });
+  rt.agree([&] { ks = parse_size_list(cli.get_string("accum-list"), "--accum-list", 1, 1024); });
   rt.require(rt.size() == 1, "chapter 03 runs on one device: launch it without mpirun (or with -np 1)");
   const std::string out = cli.get_string("out");
   const std::int64_t grad_acc = cli.get_int("grad-acc");

@@ -1,0 +1,25 @@
+#include "chapters/12_flash_attention/flash_model_attention.hpp"
+
+namespace usp::ch12 {
+
+const Tensor& FlashModelAttention::positions(std::int64_t tokens) const {
+  if (!positions_.defined() || positions_.numel() != tokens) {
+    positions_ = Tensor::empty({tokens}, DType::i32, MemCategory::Temporary);
+    for (std::int64_t i = 0; i < tokens; ++i) positions_.data<std::int32_t>()[i] = static_cast<std::int32_t>(i);
+  }
+  return positions_;
+}
+
+void FlashModelAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                                            Tensor& saved) {
+  saved = Tensor::empty({q.dim(0), q.dim(2), q.dim(1)}, DType::f32, MemCategory::Activation);  // lse [B, H, T]
+  flash_attention_forward(q, k, v, /*causal=*/true, tiles_, out, saved);
+}
+
+void FlashModelAttention::attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const Tensor& out, const Tensor& saved, Tensor& dq, Tensor& dk,
+                                             Tensor& dv) {
+  flash_attention_backward(dout, q, k, v, out, saved, /*causal=*/true, tiles_, dq, dk, dv);
+}
+
+}  // namespace usp::ch12

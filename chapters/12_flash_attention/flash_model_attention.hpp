@@ -1,0 +1,28 @@
+// The model's attention as flash attention: plugged in through the decoder's ContextParallel
+// interface (common/model/context_parallel.hpp) — the hook for an attention over the whole
+// sequence that keeps no probabilities — with the whole sequence on this one device (positions
+// 0..T-1). The layer then saves the log-sum-exp [B, H, T] instead of the probabilities
+// [B, H, T, T]: ModelOptions::context_parallel = &flash turns it on, same losses.
+#pragma once
+#include <cstdint>
+
+#include "chapters/12_flash_attention/flash_attention.hpp"
+#include "common/model/context_parallel.hpp"
+
+namespace usp::ch12 {
+
+class FlashModelAttention final : public ContextParallel {
+ public:
+  explicit FlashModelAttention(FlashTiles tiles = {}) : tiles_(tiles) {}
+
+  const Tensor& positions(std::int64_t tokens) const override;
+  void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& saved) override;
+  void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                          const Tensor& saved, Tensor& dq, Tensor& dk, Tensor& dv) override;
+
+ private:
+  FlashTiles tiles_;
+  mutable Tensor positions_;  // [T] i32, 0..T-1, built for the T asked for
+};
+
+}  // namespace usp::ch12

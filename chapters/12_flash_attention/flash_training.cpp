@@ -1,0 +1,33 @@
+#include "chapters/12_flash_attention/flash_training.hpp"
+
+#include "chapters/12_flash_attention/flash_model_attention.hpp"
+#include "common/memory_tracker.hpp"
+#include "common/model/model.hpp"
+#include "common/optim/adamw.hpp"
+
+namespace usp::ch12 {
+
+TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flash, FlashTiles tiles) {
+  MemoryTracker& tracker = MemoryTracker::instance();
+  ParamStore params(cfg.model, cfg.dtype);
+  params.init(cfg.seed);
+  FlashModelAttention attention(tiles);
+  ModelOptions options = cfg.model_options();
+  if (flash) options.context_parallel = &attention;
+  Model model(params, options);
+  AdamW optimizer(params, cfg.adamw);
+  TrainingRun run;
+  const std::int64_t before = tracker.current()[MemCategory::Activation];
+  for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    tracker.reset_peak();
+    params.zero_grad();
+    const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
+    run.losses.push_back(model.forward(b.inputs, b.targets));
+    run.peak_activation_bytes = std::max(run.peak_activation_bytes, tracker.peak()[MemCategory::Activation] - before);
+    model.backward();
+    optimizer.step(params);
+  }
+  return run;
+}
+
+}  // namespace usp::ch12

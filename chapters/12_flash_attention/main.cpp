@@ -1,0 +1,120 @@
+// ch12_flash_attention: the playbook's "Flash Attention 1-3", on the CPU.
+//
+//   1. Equivalence: flash attention (tiles of 16 × 8 on T = 37, head dim 20, GQA) against the naive
+//      attention, causal and not, fp32 and bf16 inputs: outputs, log-sum-exp and gradients.
+//   2. Time and memory against the sequence length (--seqs): naive keeps S and P, [B, H, T, T];
+//      flash keeps tiles and the log-sum-exp. The memory column is the tracker's peak above the
+//      inputs and outputs: quadratic for naive, flat for flash.
+//   3. The model trained with each attention for --steps steps: the same losses, and the peak
+//      activation memory of each.
+// The CUDA ladder (naive, FA1-, FA2-style and tensor-core kernels against PyTorch's SDPA) is not
+// part of this build yet; the lesson says what it will measure.
+// Writes <out>/summary.json and attention_vs_seq.csv (plots/ch12_attention_vs_seq.py).
+//
+//   build/bin/ch12_flash_attention [--seqs 256,512,1024,2048] [--q-rows 64] [--k-cols 64]
+//   ./usp run 12
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "chapters/12_flash_attention/attention_bench.hpp"
+#include "chapters/12_flash_attention/equivalence.hpp"
+#include "chapters/12_flash_attention/flash_training.hpp"
+#include "common/io/output_file.hpp"
+#include "common/json.hpp"
+#include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
+#include "common/train/training_summary.hpp"
+
+namespace {
+
+using namespace usp;
+using namespace usp::ch12;
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch12_flash_attention",
+          "flash attention on the CPU: tiled, online softmax, recomputation in the backward; against the naive "
+          "attention in equivalence, time and memory, and in training");
+  cli.add_common("out/12_flash_attention");
+  add_training_flags(cli, {"usp-tiny", 256, 2, 5, 3e-3});
+  cli.add_string("seqs", "256,512,1024,2048", "sequence lengths of the time and memory table");
+  cli.add_int("q-rows", 64, "queries per tile (B_r)", 1, 4096);
+  cli.add_int("k-cols", 64, "keys per tile (B_c)", 1, 4096);
+  cli.add_int("bench-heads", 8, "heads of the table's attention (head dim 64)", 1, 128);
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const TrainingInputs in = agree_training_inputs(rt, cli);
+  std::vector<std::int64_t> seqs;
+  rt.agree([&] { seqs = parse_size_list(cli.get_string("seqs"), "--seqs", 1, 1 << 16); });
+  const FlashTiles tiles{cli.get_int("q-rows"), cli.get_int("k-cols")};
+  const std::string out = cli.get_string("out");
+  make_dirs(out);
+  JsonWriter j;
+  j.begin_object();
+
+  // 1. Equivalence.
+  std::vector<Equivalence> eq;
+  const std::string missing = rt.skip_if_not_implemented([&] { eq = check_equivalence(); });
+  if (!missing.empty()) {
+    std::cout << "flash attention needs exercises 12.1 and 12.2 (" << missing << "); the chapter stops here.\n";
+    j.end_object();
+    write_training_summary(rt.world(), out + "/summary.json",
+                           {.chapter = "12_flash_attention", .losses = {}, .flags_json = cli.values_json(),
+                            .chapter_json = j.str()});
+    return 0;
+  }
+  std::printf("1. Flash attention (tiles 16 × 8) against the naive attention on B 2, T 37, H 4 on G 2 kv heads, D 20:\n"
+              "   largest |flash - naive| of each output\n");
+  std::printf("   %-12s %10s %10s %10s %10s %10s\n", "", "out", "lse", "dq", "dk", "dv");
+  j.key("equivalence").begin_array();
+  for (const Equivalence& e : eq) {
+    std::printf("   %-12s %10.2e %10.2e %10.2e %10.2e %10.2e\n", e.what.c_str(), e.out, e.lse, e.dq, e.dk, e.dv);
+    j.begin_object().field("case", e.what).field("largest_abs_difference", e.largest()).end_object();
+  }
+  j.end_array();
+
+  // 2. Time and memory against s.
+  BenchShape shape;
+  shape.heads = shape.kv_heads = cli.get_int("bench-heads");
+  const std::vector<AttentionPoint> points = bench_attention(seqs, shape, tiles);
+  std::printf("\n2. Causal attention, B 1, H %lld, D 64, forward + backward, tiles %lld × %lld (one CPU core):\n",
+              static_cast<long long>(shape.heads), static_cast<long long>(tiles.q_rows),
+              static_cast<long long>(tiles.k_cols));
+  std::printf("   %6s %-6s %10s %11s %12s %10s\n", "s", "", "forward ms", "backward ms", "memory MiB", "max |Δ|");
+  for (const AttentionPoint& p : points)
+    std::printf("   %6lld %-6s %10.1f %11.1f %12.3f %10.1e\n", static_cast<long long>(p.seq), p.variant.c_str(),
+                p.forward_ms, p.backward_ms, static_cast<double>(p.memory_bytes) / 1048576.0, p.max_abs_error);
+  write_file_atomic(out + "/attention_vs_seq.csv", attention_csv(points));
+
+  // 3. Training.
+  const TrainingConfig& cfg = in.config;
+  const TrainingRun naive = train_with(cfg, *in.data, false, tiles), flash = train_with(cfg, *in.data, true, tiles);
+  double gap = 0;
+  for (std::size_t s = 0; s < naive.losses.size(); ++s)
+    gap = std::max(gap, std::fabs(naive.losses[s] - flash.losses[s]) / naive.losses[s]);
+  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens with each attention:\n", cfg.model.str().c_str(),
+              static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs), static_cast<long long>(cfg.seq));
+  std::printf("   %-6s %-60s %s\n", "", "losses", "peak activations MiB");
+  for (const auto& [name, run] : {std::pair{"naive", &naive}, std::pair{"flash", &flash}}) {
+    std::string losses;
+    for (double x : run->losses) losses += std::to_string(x).substr(0, 8) + " ";
+    std::printf("   %-6s %-60s %.2f\n", name, losses.c_str(), static_cast<double>(run->peak_activation_bytes) / 1048576.0);
+  }
+  std::printf("   largest relative loss gap %.1e (fp32 sums in another order)\n", gap);
+  j.field("training_max_relative_loss_gap", gap);
+  j.field("naive_peak_activation_bytes", naive.peak_activation_bytes);
+  j.field("flash_peak_activation_bytes", flash.peak_activation_bytes);
+  j.end_object();
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "12_flash_attention", .losses = flash.losses, .flags_json = cli.values_json(),
+                          .chapter_json = j.str()});
+  std::printf("\nwrote %s/summary.json, attention_vs_seq.csv\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
+}
