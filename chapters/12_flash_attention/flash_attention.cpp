@@ -9,6 +9,7 @@
 #include "chapters/12_flash_attention/flash_tiles.hpp"
 #include "common/error.hpp"
 #include "common/ops/float_args.hpp"
+#include "common/ops/gemm.hpp"
 #include "common/ops/ops.hpp"
 
 namespace usp::ch12 {
@@ -45,16 +46,11 @@ void store(const float* tile, const Dims& m, std::int64_t heads, std::int64_t bi
 // s [nq, nk] = q_tile · k_tileᵀ · scale, -inf where causal masks key k0 + j for query q0 + i.
 void tile_scores(const float* q, const float* k, std::int64_t nq, std::int64_t nk, std::int64_t d, float scale,
                  bool causal, std::int64_t q0, std::int64_t k0, float* s) {
-  for (std::int64_t i = 0; i < nq; ++i)
-    for (std::int64_t j = 0; j < nk; ++j) {
-      if (causal && k0 + j > q0 + i) {
+  ops::detail::sgemm(false, true, nq, nk, d, scale, q, d, k, d, 0.0f, s, nk);
+  if (causal)
+    for (std::int64_t i = 0; i < nq; ++i)
+      for (std::int64_t j = std::max<std::int64_t>(0, q0 + i - k0 + 1); j < nk; ++j)
         s[i * nk + j] = -std::numeric_limits<float>::infinity();
-        continue;
-      }
-      float acc = 0;
-      for (std::int64_t e = 0; e < d; ++e) acc += q[i * d + e] * k[j * d + e];
-      s[i * nk + j] = acc * scale;
-    }
 }
 
 Tensor scratch(std::int64_t n) { return Tensor::empty({n}, DType::f32, MemCategory::Temporary); }
@@ -123,6 +119,7 @@ void flash_attention_backward(const Tensor& dout, const Tensor& q, const Tensor&
   Tensor qt = scratch(br * m.d), dot = scratch(br * m.d), ot = scratch(br * m.d), dqt = scratch(br * m.d);
   Tensor kt = scratch(bc * m.d), vt = scratch(bc * m.d), dkt = scratch(bc * m.d), dvt = scratch(bc * m.d);
   Tensor delta = scratch(br), dk_sum = scratch(bc * m.d), dv_sum = scratch(bc * m.d);
+  Tensor pt = scratch(br * bc), dpt = scratch(br * bc);
   const float scale = 1.0f / std::sqrt(static_cast<float>(m.d));
   for (std::int64_t bi = 0; bi < m.b; ++bi)
     for (std::int64_t hq = 0; hq < m.h; ++hq) {
@@ -145,8 +142,8 @@ void flash_attention_backward(const Tensor& dout, const Tensor& q, const Tensor&
             delta.data<float>()[r] = sum;
           }
           const TileBackwardIn in{qt.data<float>(), kt.data<float>(), vt.data<float>(), dot.data<float>(),
-                                  lse_in + (bi * m.h + hq) * m.t + i0, delta.data<float>(),
-                                  static_cast<int>(nq), static_cast<int>(nk), static_cast<int>(m.d), scale, causal,
+                                  lse_in + (bi * m.h + hq) * m.t + i0, delta.data<float>(), pt.data<float>(),
+                                  dpt.data<float>(), static_cast<int>(nq), static_cast<int>(nk), static_cast<int>(m.d), scale, causal,
                                   i0, j0};
           tile_backward(in, {dqt.data<float>(), dkt.data<float>(), dvt.data<float>()});
           store(dqt.data<float>(), m, m.h, bi, hq, i0, nq, dqf.data());

@@ -9,7 +9,7 @@
 // outer loop, so a GPU gives each tile its own thread block):
 //     m = -inf, l = 0, acc = 0
 //     for each key tile of k_cols keys (causal: only up to the tile holding the diagonal):
-//         s = q_tile · k_tileᵀ / √D (masked -inf)           [q_rows, k_cols]
+//         s = q_tile · k_tileᵀ / √D (masked -inf)           [q_rows, k_cols], one small GEMM
 //         online_softmax_update(s, v_tile, m, l, acc)       exercise 12.1
 //     out = acc / l,  lse = m + log l
 // Backward, per (batch, query head) and key tile (the outer loop: its dk, dv stay in the tile):

@@ -10,8 +10,13 @@
 
 namespace usp::ch12 {
 
+// The products inside a tile are small matrix products: ops::detail::sgemm (common/ops/gemm.hpp,
+// OpenBLAS) runs them at the CPU's speed, as a GPU kernel runs them on tensor cores; plain loops
+// give the same numbers, slower.
+//
 // Exercise 12.1 — the online softmax: fold one key tile into a query tile's running state.
-//   s    [rows, cols]  the tile's scaled scores, -inf where masked (a row may be all -inf)
+//   s    [rows, cols]  in: the tile's scaled scores, -inf where masked (a row may be all -inf);
+//                      out: the tile's unnormalised probabilities exp(s - m) under the new m
 //   v    [cols, d]     the tile's values
 //   m    [rows]        the largest score seen so far per row (-inf before the first tile)
 //   l    [rows]        Σ exp(s - m) over the keys seen so far (0 before the first tile)
@@ -20,8 +25,7 @@ namespace usp::ch12 {
 // tile out_i = acc_i / l_i and lse_i = m_i + log l_i. When a row's maximum grows, what was
 // accumulated under the old maximum is rescaled by exp(m_old - m_new). A row that has seen only
 // masked keys keeps m = -inf, l = 0, acc = 0 (never exp(-inf - (-inf)) = NaN).
-void online_softmax_update(const float* s, const float* v, int rows, int cols, int d, float* m, float* l,
-                           float* acc);
+void online_softmax_update(float* s, const float* v, int rows, int cols, int d, float* m, float* l, float* acc);
 
 // Exercise 12.2 — the backward of one (query tile, key tile) pair, from the saved log-sum-exp.
 struct TileBackwardIn {
@@ -31,6 +35,8 @@ struct TileBackwardIn {
   const float* dout;   // [rows, d] the gradient of the output rows
   const float* lse;    // [rows]    log Σ exp(s) over ALL keys of each query row (the forward's)
   const float* delta;  // [rows]    Σ_e dout_i[e] · out_i[e] (= Σ_j p_ij · dp_ij over all keys)
+  float* p;            // [rows, cols] scratch for the tile's probabilities (contents undefined)
+  float* dp;           // [rows, cols] scratch for dp, then ds (contents undefined)
   int rows = 0, cols = 0, d = 0;
   float scale = 1;
   bool causal = false;

@@ -29,7 +29,7 @@ const float kInf = std::numeric_limits<float>::infinity();
 TEST_CASE("exercise 12.1: one tile folded into the running softmax, by hand", "[ch12]") {
   // Two rows, d = 1. Row 0 first sees scores {0, log 3} with v {1, 2}: m = log 3, l = 1/3 + 1,
   // acc = 1/3·1 + 1·2. Row 1 sees only masked keys: it must stay (−inf, 0, 0).
-  const float s1[] = {0.0f, std::log(3.0f), -kInf, -kInf};
+  float s1[] = {0.0f, std::log(3.0f), -kInf, -kInf};
   const float v1[] = {1.0f, 2.0f};
   float m[] = {-kInf, -kInf}, l[] = {0, 0}, acc[] = {0, 0};
   online_softmax_update(s1, v1, 2, 2, 1, m, l, acc);
@@ -37,9 +37,11 @@ TEST_CASE("exercise 12.1: one tile folded into the running softmax, by hand", "[
   CHECK(l[0] == Approx(4.0 / 3));
   CHECK(acc[0] == Approx(7.0 / 3));
   CHECK((m[1] == -kInf && l[1] == 0 && acc[1] == 0));
+  CHECK(s1[1] == Approx(1.0));  // s now holds exp(s - m): the tile's unnormalised probabilities
+  CHECK(s1[0] == Approx(1.0 / 3));
   // A second tile of one key (v = 4), scored log 6 by row 0 and 0 by row 1: row 0's old sums are
   // rescaled by exp(log 3 − log 6) = 1/2: l = 4/6 + 1, acc = 7/6 + 4; row 1 starts: (0, 1, 4).
-  const float s2[] = {std::log(6.0f), 0.0f};
+  float s2[] = {std::log(6.0f), 0.0f};
   const float v2[] = {4.0f};
   float m2[] = {m[0], m[1]};
   online_softmax_update(s2, v2, 2, 1, 1, m2, l, acc);
@@ -75,7 +77,9 @@ TEST_CASE("exercise 12.2: one tile pair's gradients equal the direct formulas", 
           wk[j * d + e] += scale * ds * q[i * d + e];
         }
       }
-    tile_backward({q, k, v, dout, lse, delta, rows, cols, d, scale, causal, 5, 4}, {dq.data(), dk.data(), dv.data()});
+    std::vector<float> p_scratch(rows * cols, NAN), dp_scratch(rows * cols, NAN);  // undefined on entry
+    tile_backward({q, k, v, dout, lse, delta, p_scratch.data(), dp_scratch.data(), rows, cols, d, scale, causal, 5, 4},
+                  {dq.data(), dk.data(), dv.data()});
     for (std::size_t e = 0; e < dq.size(); ++e) CHECK(dq[e] == Approx(wq[e]).margin(1e-6));
     for (std::size_t e = 0; e < dk.size(); ++e) CHECK(dk[e] == Approx(wk[e]).margin(1e-6));
     for (std::size_t e = 0; e < dv.size(); ++e) CHECK(dv[e] == Approx(wv[e]).margin(1e-6));
