@@ -1,0 +1,62 @@
+// The attention rungs on the CPU: every block and thread of each kernel's grid run one after the
+// other through the same bodies the kernels call (naive_bodies.hpp, flash_bodies.hpp). Between two
+// __syncthreads() a correct kernel gives the same result for every order of its threads, and
+// "thread 0, then 1, ..., then the barrier" is one such order: each phase becomes a loop over the
+// block's threads. What this checks without a GPU: the indexing, the masking, the tiling and the
+// online softmax of the kernels' code; what it cannot: the CUDA launch itself.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/attention/flash_bodies.hpp"
+#include "kernels/attention/naive_bodies.hpp"
+
+namespace usp::attention {
+
+// Rung 01: the three kernels' grids in turn. S: [B, H, T, T] workspace.
+inline void emulate_naive_forward(const AttentionF32& a, float* S) {
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h)
+      for (int i = 0; i < a.T; ++i)
+        for (int j = 0; j < a.T; ++j) naive_score(a, b, h, i, j, S);
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h)
+      for (int i = 0; i < a.T; ++i) naive_softmax_row(a, b, h, i, S);
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h)
+      for (int i = 0; i < a.T; ++i)
+        for (int e = 0; e < a.D; ++e) naive_output(a, b, h, i, e, S);
+}
+
+// Rung 02: one block per (b, h, query tile); its threads' registers as arrays.
+inline void emulate_flash_forward(const AttentionF32& a) {
+  std::vector<float> Ks(kBlockCols * a.D), Vs(kBlockCols * a.D);      // the block's shared memory
+  std::vector<float> q(kBlockRows * a.D), acc(kBlockRows * a.D), m(kBlockRows), l(kBlockRows);  // registers
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h)
+      for (int i0 = 0; i0 < a.T; i0 += kBlockRows) {
+        const int g = h / (a.H / a.G);
+        for (int t = 0; t < kBlockRows; ++t) {
+          const int i = i0 + t;
+          m[t] = -INFINITY, l[t] = 0;
+          std::fill_n(acc.begin() + t * a.D, a.D, 0.0f);
+          if (i < a.T) std::copy_n(a.q + q_offset(a, b, i, h), a.D, q.begin() + t * a.D);
+        }
+        const int k_end = a.causal ? std::min(a.T, i0 + kBlockRows) : a.T;
+        for (int j0 = 0; j0 < k_end; j0 += kBlockCols) {
+          const int nk = std::min(kBlockCols, a.T - j0);
+          for (int t = 0; t < kBlockRows; ++t) load_kv_tile(a, b, g, j0, nk, t, Ks.data(), Vs.data());
+          // __syncthreads()
+          for (int t = 0; t < kBlockRows; ++t)
+            if (i0 + t < a.T)
+              row_tile_update(a, i0 + t, q.data() + t * a.D, Ks.data(), Vs.data(), j0, nk, m[t], l[t],
+                              acc.data() + t * a.D);
+          // __syncthreads()
+        }
+        for (int t = 0; t < kBlockRows; ++t)
+          if (i0 + t < a.T) write_row(a, b, h, i0 + t, m[t], l[t], acc.data() + t * a.D);
+      }
+}
+
+}  // namespace usp::attention

@@ -1,0 +1,111 @@
+// Chapter 12's CUDA ladder without a GPU, and with one. The kernels' bodies (kernels/attention:
+// naive_bodies.hpp, flash_bodies.hpp) run on the CPU through the emulation of their grids
+// (attention_emulation.hpp) on shapes that are no multiple of the 64-row tiles (T = 100, 65),
+// head dim 20 and 128, GQA, causal and not: out and lse against ops::attention_block_forward.
+// [gpu]: the real kernels against the same reference; they skip with a warning without a GPU.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "common/device.hpp"
+#include "common/ops/ops.hpp"
+#include "common/rng.hpp"
+#include "kernels/attention/attention_emulation.hpp"
+#if defined(USP_HAVE_CUDA)
+#include "kernels/attention/attention_rungs.hpp"
+#endif
+
+using namespace usp;
+using namespace usp::attention;
+
+namespace {
+
+struct Case {
+  int B, T, H, G, D;
+  bool causal;
+};
+
+struct Reference {
+  std::vector<float> q, k, v, out, lse;
+};
+
+Reference reference(const Case& c) {
+  const Shape qs{c.B, c.T, c.H, c.D}, ks{c.B, c.T, c.G, c.D};
+  Reference r;
+  for (auto [vec, shape, name] : {std::tuple{&r.q, qs, "q"}, std::tuple{&r.k, ks, "k"}, std::tuple{&r.v, ks, "v"}}) {
+    vec->resize(static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
+    for (std::size_t i = 0; i < vec->size(); ++i) (*vec)[i] = rng::normal(5, name, i);
+  }
+  Tensor qp = Tensor::empty({c.T}, DType::i32), kp = Tensor::empty({c.T}, DType::i32);
+  for (int i = 0; i < c.T; ++i) qp.data<std::int32_t>()[i] = i, kp.data<std::int32_t>()[i] = c.causal ? i : 0;
+  Tensor out = Tensor::empty(qs), lse = Tensor::empty({c.B, c.H, c.T});
+  ops::attention_block_forward(Tensor::from_floats(r.q, qs), Tensor::from_floats(r.k, ks), Tensor::from_floats(r.v, ks),
+                               qp, kp, out, lse);
+  r.out = out.to_floats(), r.lse = lse.to_floats();
+  return r;
+}
+
+AttentionF32 problem(const Case& c, const float* q, const float* k, const float* v, float* out, float* lse) {
+  return {c.B, c.T, c.H, c.G, c.D, c.causal, 1.0f / std::sqrt(static_cast<float>(c.D)), q, k, v, out, lse};
+}
+
+// fp32 on both sides, sums in another order (tiles, the online rescaling): a few ulps of O(1).
+void check_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(got[i] - want[i]) > worst) worst = std::fabs(got[i] - want[i]), at = i;
+  INFO(what << ": largest difference " << worst << " at element " << at << " (expected " << want[at] << ")");
+  CHECK(worst <= 2e-5);
+}
+
+const Case kCases[] = {{2, 100, 4, 2, 20, true}, {2, 100, 4, 2, 20, false}, {1, 65, 2, 1, 128, true},
+                       {1, 1, 2, 2, 8, true}};
+
+}  // namespace
+
+TEST_CASE("attention ladder on the CPU: the rungs' bodies over their grids equal the reference", "[ch12]") {
+  for (const Case& c : kCases) {
+    INFO("B " << c.B << " T " << c.T << " H " << c.H << " G " << c.G << " D " << c.D << (c.causal ? " causal" : " full"));
+    const Reference r = reference(c);
+    std::vector<float> out(r.out.size(), NAN), lse(r.lse.size(), NAN);
+    std::vector<float> S(static_cast<std::size_t>(c.B) * c.H * c.T * c.T, NAN);
+    emulate_naive_forward(problem(c, r.q.data(), r.k.data(), r.v.data(), out.data(), lse.data()), S.data());
+    check_close(out, r.out, "rung 01 out");
+    check_close(lse, r.lse, "rung 01 lse");
+    std::fill(out.begin(), out.end(), NAN);
+    std::fill(lse.begin(), lse.end(), NAN);
+    emulate_flash_forward(problem(c, r.q.data(), r.k.data(), r.v.data(), out.data(), lse.data()));
+    check_close(out, r.out, "rung 02 out");
+    check_close(lse, r.lse, "rung 02 lse");
+  }
+}
+
+TEST_CASE("attention ladder on the GPU: every rung equals the reference", "[ch12][gpu]") {
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+#if defined(USP_HAVE_CUDA)
+  const Device gpu = Device::cuda(0);
+  for (const Case& c : kCases) {
+    INFO("B " << c.B << " T " << c.T << " D " << c.D << (c.causal ? " causal" : " full"));
+    const Reference r = reference(c);
+    const auto up = [&](const std::vector<float>& v) {
+      return Tensor::from_floats(v, {static_cast<std::int64_t>(v.size())}).to(gpu, MemCategory::Temporary);
+    };
+    const Tensor q = up(r.q), k = up(r.k), v = up(r.v);
+    Tensor out = up(std::vector<float>(r.out.size(), NAN)), lse = up(std::vector<float>(r.lse.size(), NAN));
+    Tensor S = Tensor::empty({static_cast<std::int64_t>(c.B) * c.H * c.T * c.T}, DType::f32, MemCategory::Temporary, gpu);
+    const AttentionF32 a = problem(c, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(), lse.data<float>());
+    naive_forward(a, S.data<float>());
+    check_close(out.to(Device::cpu()).to_floats(), r.out, "rung 01 out");
+    check_close(lse.to(Device::cpu()).to_floats(), r.lse, "rung 01 lse");
+    flash_forward(a);
+    check_close(out.to(Device::cpu()).to_floats(), r.out, "rung 02 out");
+    check_close(lse.to(Device::cpu()).to_floats(), r.lse, "rung 02 lse");
+  }
+#endif
+}
