@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/attention/flash_backward_bodies.hpp"
 #include "kernels/attention/flash_bodies.hpp"
 #include "kernels/attention/naive_bodies.hpp"
 
@@ -56,6 +57,42 @@ inline void emulate_flash_forward(const AttentionF32& a) {
         }
         for (int t = 0; t < kBlockRows; ++t)
           if (i0 + t < a.T) write_row(a, b, h, i0 + t, m[t], l[t], acc.data() + t * a.D);
+      }
+}
+
+// Rung 03: delta's grid, then one block per (b, h, key tile); a thread's registers as arrays.
+inline void emulate_flash_backward(const AttentionBackwardF32& g) {
+  const AttentionF32& a = g.f;
+  const std::size_t nq = static_cast<std::size_t>(a.B) * a.T * a.H * a.D, nkv = static_cast<std::size_t>(a.B) * a.T * a.G * a.D;
+  std::fill_n(g.dq, nq, 0.0f);
+  std::fill_n(g.dk, nkv, 0.0f);
+  std::fill_n(g.dv, nkv, 0.0f);
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h)
+      for (int i = 0; i < a.T; ++i) delta_row(g, b, h, i);
+  std::vector<float> Qs(kBlockRows * a.D), dOs(kBlockRows * a.D), Ls(kBlockRows), Ds(kBlockRows);  // shared
+  std::vector<float> k(kBlockCols * a.D), v(kBlockCols * a.D), dk(kBlockCols * a.D), dv(kBlockCols * a.D);  // registers
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h)
+      for (int j0 = 0; j0 < a.T; j0 += kBlockCols) {
+        for (int t = 0; t < kBlockCols && j0 + t < a.T; ++t) {
+          const std::int64_t o = kv_offset(a, b, j0 + t, h / (a.H / a.G));
+          std::copy_n(a.k + o, a.D, k.begin() + t * a.D);
+          std::copy_n(a.v + o, a.D, v.begin() + t * a.D);
+        }
+        std::fill(dk.begin(), dk.end(), 0.0f);
+        std::fill(dv.begin(), dv.end(), 0.0f);
+        for (int i0 = a.causal ? j0 / kBlockRows * kBlockRows : 0; i0 < a.T; i0 += kBlockRows) {
+          const int n = std::min(kBlockRows, a.T - i0);
+          for (int t = 0; t < kBlockCols; ++t) load_q_tile(g, b, h, i0, n, t, Qs.data(), dOs.data(), Ls.data(), Ds.data());
+          // __syncthreads()
+          for (int t = 0; t < kBlockCols && j0 + t < a.T; ++t)
+            key_row_tile_backward(g, b, h, j0 + t, k.data() + t * a.D, v.data() + t * a.D, Qs.data(), dOs.data(),
+                                  Ls.data(), Ds.data(), i0, n, dk.data() + t * a.D, dv.data() + t * a.D);
+          // __syncthreads()
+        }
+        for (int t = 0; t < kBlockCols && j0 + t < a.T; ++t)
+          write_key_grads(g, b, h, j0 + t, dk.data() + t * a.D, dv.data() + t * a.D);
       }
 }
 

@@ -1,7 +1,8 @@
 // Chapter 12's CUDA ladder without a GPU, and with one. The kernels' bodies (kernels/attention:
 // naive_bodies.hpp, flash_bodies.hpp) run on the CPU through the emulation of their grids
 // (attention_emulation.hpp) on shapes that are no multiple of the 64-row tiles (T = 100, 65),
-// head dim 20 and 128, GQA, causal and not: out and lse against ops::attention_block_forward.
+// head dim 20 and 128, GQA, causal and not: out and lse against ops::attention_block_forward,
+// dq, dk, dv against ops::attention_block_backward.
 // [gpu]: the real kernels against the same reference; they skip with a warning without a GPU.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -27,22 +28,25 @@ struct Case {
 };
 
 struct Reference {
-  std::vector<float> q, k, v, out, lse;
+  std::vector<float> q, k, v, dout, out, lse, dq, dk, dv;
 };
 
 Reference reference(const Case& c) {
   const Shape qs{c.B, c.T, c.H, c.D}, ks{c.B, c.T, c.G, c.D};
   Reference r;
-  for (auto [vec, shape, name] : {std::tuple{&r.q, qs, "q"}, std::tuple{&r.k, ks, "k"}, std::tuple{&r.v, ks, "v"}}) {
+  for (auto [vec, shape, name] : {std::tuple{&r.q, qs, "q"}, std::tuple{&r.k, ks, "k"}, std::tuple{&r.v, ks, "v"},
+                                  std::tuple{&r.dout, qs, "dout"}}) {
     vec->resize(static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
     for (std::size_t i = 0; i < vec->size(); ++i) (*vec)[i] = rng::normal(5, name, i);
   }
   Tensor qp = Tensor::empty({c.T}, DType::i32), kp = Tensor::empty({c.T}, DType::i32);
   for (int i = 0; i < c.T; ++i) qp.data<std::int32_t>()[i] = i, kp.data<std::int32_t>()[i] = c.causal ? i : 0;
+  const Tensor q = Tensor::from_floats(r.q, qs), k = Tensor::from_floats(r.k, ks), v = Tensor::from_floats(r.v, ks);
   Tensor out = Tensor::empty(qs), lse = Tensor::empty({c.B, c.H, c.T});
-  ops::attention_block_forward(Tensor::from_floats(r.q, qs), Tensor::from_floats(r.k, ks), Tensor::from_floats(r.v, ks),
-                               qp, kp, out, lse);
-  r.out = out.to_floats(), r.lse = lse.to_floats();
+  ops::attention_block_forward(q, k, v, qp, kp, out, lse);
+  Tensor dq = Tensor::zeros(qs), dk = Tensor::zeros(ks), dv = Tensor::zeros(ks);
+  ops::attention_block_backward(Tensor::from_floats(r.dout, qs), Tensor(), q, k, v, qp, kp, out, lse, dq, dk, dv);
+  r.out = out.to_floats(), r.lse = lse.to_floats(), r.dq = dq.to_floats(), r.dk = dk.to_floats(), r.dv = dv.to_floats();
   return r;
 }
 
@@ -80,6 +84,14 @@ TEST_CASE("attention ladder on the CPU: the rungs' bodies over their grids equal
     emulate_flash_forward(problem(c, r.q.data(), r.k.data(), r.v.data(), out.data(), lse.data()));
     check_close(out, r.out, "rung 02 out");
     check_close(lse, r.lse, "rung 02 lse");
+    // Rung 03 from the reference's out and lse.
+    std::vector<float> dq(r.dq.size(), NAN), dk(r.dk.size(), NAN), dv(r.dv.size(), NAN), delta(r.lse.size(), NAN);
+    const AttentionF32 f = problem(c, r.q.data(), r.k.data(), r.v.data(), const_cast<float*>(r.out.data()),
+                                   const_cast<float*>(r.lse.data()));
+    emulate_flash_backward({f, r.dout.data(), delta.data(), dq.data(), dk.data(), dv.data()});
+    check_close(dq, r.dq, "rung 03 dq");
+    check_close(dk, r.dk, "rung 03 dk");
+    check_close(dv, r.dv, "rung 03 dv");
   }
 }
 
@@ -106,6 +118,13 @@ TEST_CASE("attention ladder on the GPU: every rung equals the reference", "[ch12
     flash_forward(a);
     check_close(out.to(Device::cpu()).to_floats(), r.out, "rung 02 out");
     check_close(lse.to(Device::cpu()).to_floats(), r.lse, "rung 02 lse");
+    const Tensor dout = up(r.dout);
+    Tensor dq = up(std::vector<float>(r.dq.size(), NAN)), dk = up(std::vector<float>(r.dk.size(), NAN));
+    Tensor dv = up(std::vector<float>(r.dv.size(), NAN)), delta = up(std::vector<float>(r.lse.size(), NAN));
+    flash_backward({a, dout.data<float>(), delta.data<float>(), dq.data<float>(), dk.data<float>(), dv.data<float>()});
+    check_close(dq.to(Device::cpu()).to_floats(), r.dq, "rung 03 dq");
+    check_close(dk.to(Device::cpu()).to_floats(), r.dk, "rung 03 dk");
+    check_close(dv.to(Device::cpu()).to_floats(), r.dv, "rung 03 dv");
   }
 #endif
 }
