@@ -12,17 +12,18 @@ StageOptimizer::StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg
     : params_(params), zero_(zero), replicas_(replicas), expert_replicas_(expert_replicas) {
   ParamStore& store = params_.store();
   // Without expert parallelism every replica holds every expert: they average like the rest.
-  for (int u : (expert_replicas_ != nullptr ? params_.units() : std::vector<int>{})) {
-    const std::int64_t begin = store.unit_range(u).first;
-    std::vector<std::pair<std::int64_t, std::int64_t>> runs;
-    for (const ParamInfo& p : store.infos()) {
-      if (p.unit != u || p.expert < 0) continue;
-      const std::int64_t b = p.offset - begin, e = b + p.numel;
-      if (!runs.empty() && runs.back().second == b) runs.back().second = e;
-      else runs.emplace_back(b, e);
+  if (expert_replicas_ != nullptr)
+    for (int u : params_.units()) {
+      const std::int64_t begin = store.unit_range(u).first;
+      std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+      for (const ParamInfo& p : store.infos()) {
+        if (p.unit != u || p.expert < 0) continue;
+        const std::int64_t b = p.offset - begin, e = b + p.numel;
+        if (!runs.empty() && runs.back().second == b) runs.back().second = e;
+        else runs.emplace_back(b, e);
+      }
+      if (!runs.empty()) expert_runs_.emplace_back(u, std::move(runs));
     }
-    if (!runs.empty()) expert_runs_.emplace_back(u, std::move(runs));
-  }
   if (zero_ == 0) return;
   USP_CHECK(zero_ == 1 && expert_runs_.empty(), "StageOptimizer: ZeRO-1 of a dense model only");
   // The packed vector: the held units one after the other.

@@ -37,8 +37,9 @@ std::vector<Equivalence> check_equivalence(FlashTiles tiles) {
       const Shape qs{kB, kT, kH, kD}, ks{kB, kT, kG, kD};
       const Tensor q = random(qs, "q", dt), k = random(ks, "k", dt), v = random(ks, "v", dt);
       const Tensor dout = random(qs, "dout", dt);
-      // The reference: one block over the whole sequence, positions 0..T-1 for the queries and,
-      // for the keys, the same (causal) or all 0 (every key visible).
+      // The lse (and, without the mask, the whole reference): one block over the whole sequence,
+      // positions 0..T-1 for the queries and, for the keys, the same (causal) or all 0 (every key
+      // visible). Causal outputs and gradients: the naive attention the model uses, which keeps P.
       Tensor q_pos = Tensor::empty({kT}, DType::i32), k_pos = Tensor::empty({kT}, DType::i32);
       for (std::int64_t i = 0; i < kT; ++i) {
         q_pos.data<std::int32_t>()[i] = static_cast<std::int32_t>(i);
@@ -47,13 +48,12 @@ std::vector<Equivalence> check_equivalence(FlashTiles tiles) {
       Tensor ro = Tensor::empty(qs, dt), rl = Tensor::empty({kB, kH, kT}), rdq = Tensor::zeros(qs, dt);
       Tensor rdk = Tensor::zeros(ks, dt), rdv = Tensor::zeros(ks, dt);
       ops::attention_block_forward(q, k, v, q_pos, k_pos, ro, rl);
-      ops::attention_block_backward(dout, Tensor(), q, k, v, q_pos, k_pos, ro, rl, rdq, rdk, rdv);
-      if (causal) {  // and the naive attention the model uses, which keeps P
+      if (causal) {
         Tensor probs = Tensor::empty({kB, kH, kT, kT}, dt);
-        Tensor no = Tensor::empty(qs, dt), ndq = Tensor::empty(qs, dt), ndk = Tensor::empty(ks, dt), ndv = Tensor::empty(ks, dt);
-        ops::attention_forward(q, k, v, no, probs);
-        ops::attention_backward(dout, q, k, v, probs, ndq, ndk, ndv);
-        ro = no, rdq = ndq, rdk = ndk, rdv = ndv;
+        ops::attention_forward(q, k, v, ro, probs);
+        ops::attention_backward(dout, q, k, v, probs, rdq, rdk, rdv);
+      } else {
+        ops::attention_block_backward(dout, Tensor(), q, k, v, q_pos, k_pos, ro, rl, rdq, rdk, rdv);
       }
       Tensor fo = Tensor::empty(qs, dt), fl = Tensor::empty({kB, kH, kT}), fdq = Tensor::empty(qs, dt);
       Tensor fdk = Tensor::empty(ks, dt), fdv = Tensor::empty(ks, dt);
