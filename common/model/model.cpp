@@ -150,7 +150,8 @@ LayerDims layer_dims(const ParamStore& P, const TensorParallel& tp, std::int64_t
 
 // One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
 // Fills s with what backward needs, as `keep` says.
-Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, std::int64_t layer,
+Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, ResidualNorm& rn,
+                     std::int64_t layer,
                      const Tensor& x,
                      std::int64_t B, std::int64_t T, DType adt, Keep keep, const AttentionProbs& make_probs,
                      LayerSaved& s) {
@@ -194,10 +195,9 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
 
   Tensor x2 = make({n, C}, adt);
   tp.row_forward(a, P.param(ip.o), x2);
-  ops::add_inplace(x2, x);
-
+  // x2 = x + a·Woᵀ ; h2 = rmsnorm(x2)
   Tensor h2 = make({n, C}, adt), rstd2 = make({n});
-  ops::rmsnorm_forward(x2, P.param(ip.post_norm), h2, rstd2, eps);
+  rn.forward(x2, x, P.param(ip.post_norm), h2, rstd2, eps);
   Tensor y = Tensor::empty({n, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation);
   Tensor g, u, z;
   if (c.is_moe()) {
@@ -229,7 +229,8 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
 // One decoder layer backward. dy [N, C] f32 is the gradient of the layer output; on return it
 // holds the gradient of the layer input (the residual stream carries it through in place).
 // Parameter gradients are accumulated; each saved tensor is released once it has been used.
-void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, std::int64_t layer,
+void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, ResidualNorm& rn,
+                    std::int64_t layer,
                     LayerSaved& s, Tensor& dy, std::int64_t B, std::int64_t T, float aux_scale, const ModelHooks& hooks) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(P, layer);
@@ -267,7 +268,7 @@ void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, Expe
     s.h2 = Tensor();
     // h2 = rmsnorm(x2): dx2 = dy (residual) + rmsnorm'(dh2)
     Tensor dwp = P.grad(ip.post_norm);
-    ops::rmsnorm_backward(dh2, s.x2, P.param(ip.post_norm), s.rstd2, dy, dwp);
+    rn.backward(dh2, s.x2, P.param(ip.post_norm), s.rstd2, dy, dwp);
     ready(ip.post_norm);
     s.x2 = Tensor();
     s.rstd2 = Tensor();
@@ -367,6 +368,7 @@ Model::Model(ParamStore& params, ModelOptions options)
       options_(options),
       tp_(options.tensor_parallel ? options.tensor_parallel : &single_device_),
       ep_(options.expert_parallel ? options.expert_parallel : &single_device_experts_),
+      rn_(options.residual_norm ? options.residual_norm : &unfused_norm_),
       impl_(std::make_unique<Impl>()) {
   USP_CHECK(ep_->size() == params_.layout().ep.size,
             "Model: the expert-parallel group has " + std::to_string(ep_->size()) + " ranks but the parameters hold a " +
@@ -479,7 +481,7 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   for (int u = std::max(first, 1); u <= std::min(last, head_unit - 1); ++u) {
     const std::int64_t l = u - 1, b0 = before(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
-    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
+    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
     saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
     if (c.is_moe()) {
       routing_[static_cast<std::size_t>(l)] = s.moe.routing;
@@ -563,7 +565,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
       const std::int64_t r0 = ops::flop_count();
       Tensor input = s.x;
       s.x = Tensor();
-      forward_layer(params_, *tp_, options_.context_parallel, *ep_, l, input, m.B, m.T, options_.activation_dtype,
+      forward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, input, m.B, m.T, options_.activation_dtype,
                     Keep::everything, attention_probs_, s);
       recompute += ops::flop_count() - r0;
     } else if (options_.recompute == Recompute::selective && !options_.context_parallel) {
@@ -578,7 +580,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
       }
       recompute += 2 * m.B * d.H * m.T * m.T * d.D;
     }
-    backward_layer(params_, *tp_, options_.context_parallel, *ep_, l, s, dx, m.B, m.T, aux_scale, hooks_);
+    backward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, s, dx, m.B, m.T, aux_scale, hooks_);
     if (hooks_.after_backward) hooks_.after_backward(u);
   }
 
@@ -611,7 +613,7 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   aux_loss_ = 0;
   routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
   for (std::int64_t l = 0; l < c.layers; ++l) {
-    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, l, x, B, T, adt, Keep::nothing, attention_probs_,
+    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, x, B, T, adt, Keep::nothing, attention_probs_,
                       unused);
     if (c.is_moe()) {
       routing_[static_cast<std::size_t>(l)] = unused.moe.routing;

@@ -27,6 +27,7 @@
 #include "common/model/expert_parallel.hpp"
 #include "common/model/moe.hpp"
 #include "common/model/params.hpp"
+#include "common/model/residual_norm.hpp"
 #include "common/model/tensor_parallel.hpp"
 #include "common/tensor.hpp"
 
@@ -50,6 +51,9 @@ struct ModelOptions {
   // Expert parallelism (chapter 09): how a MoE layer's rows reach experts on other ranks, for a
   // ParamStore holding the matching EpShard. Null: every expert is here. Not owned.
   ExpertParallel* expert_parallel = nullptr;
+  // The residual add + RMSNorm between attention and MLP as one operation (chapter 13's fused
+  // kernel). Null: ops::add_inplace then ops::rmsnorm_forward. Not owned; must outlive the model.
+  ResidualNorm* residual_norm = nullptr;
   // Pipeline parallelism (chapter 08): the units this model runs, [first_unit, last_unit]
   // (0 embedding, 1..L layers, L+1 final norm + head; last_unit -1 = the head). A stage touches
   // only its units' parameters and gradients. Default: the whole model.
@@ -158,6 +162,8 @@ class Model {
   TensorParallel* tp_;  // options_.tensor_parallel, or &single_device_
   SingleDeviceExperts single_device_experts_;
   ExpertParallel* ep_;  // options_.expert_parallel, or &single_device_experts_
+  UnfusedResidualNorm unfused_norm_;
+  ResidualNorm* rn_;  // options_.residual_norm, or &unfused_norm_
   double aux_loss_ = 0;
   std::vector<MoeRouting> routing_;
   std::unique_ptr<Impl> impl_;

@@ -1,0 +1,83 @@
+#include "chapters/13_fused_kernels/bandwidth_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "common/tensor.hpp"
+
+namespace usp::ch13 {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double ms_of(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+double copy_bandwidth_gb_per_s(std::int64_t bytes, int reps) {
+  const std::int64_t n = std::max<std::int64_t>(1, bytes / 4);
+  Tensor src = Tensor::empty({n}), dst = Tensor::empty({n});
+  src.fill(1.0f);
+  dst.fill(0.0f);
+  // STREAM's "scale" kernel, y = s·x with s = 1 known only at run time: a copy the compiler cannot
+  // turn into a memcpy call (glibc's memcpy of large buffers takes another path, non-temporal
+  // stores, which is not what the chains' loops do).
+  volatile float one = 1.0f;
+  const float s = one;
+  const float* x = src.data<float>();
+  float* y = dst.data<float>();
+  std::vector<double> ms;
+  for (int r = 0; r < std::max(1, reps); ++r)
+    ms.push_back(ms_of([&] {
+      for (std::int64_t i = 0; i < n; ++i) y[i] = s * x[i];
+    }));
+  return 2.0 * static_cast<double>(n) * 4.0 / (median(ms) * 1e6);
+}
+
+std::vector<VariantTiming> bench_chains(const std::vector<std::string>& ids, const ChainSizes& sizes, int reps) {
+  std::vector<VariantTiming> out;
+  for (const std::string& id : ids) {
+    const Chain chain = make_chain(id, sizes);
+    for (const Variant& v : chain.variants) {
+      chain.reset();
+      v.run();  // warm-up: the scratch's pages are faulted in here, not in the timed runs
+      std::vector<double> ms;
+      for (int r = 0; r < std::max(1, reps); ++r) {
+        chain.reset();
+        ms.push_back(ms_of([&] { v.run(); }));
+      }
+      VariantTiming t;
+      t.chain_id = chain.id;
+      t.chain = chain.name;
+      t.variant = v.name;
+      t.passes = static_cast<int>(v.passes.size());
+      t.bytes = v.bytes();
+      t.scratch_bytes = v.scratch_bytes();
+      t.ms = median(ms);
+      t.gb_per_s = static_cast<double>(t.bytes) / (t.ms * 1e6);
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+std::string bandwidth_csv(const std::vector<VariantTiming>& rows, double copy_gb_per_s) {
+  std::ostringstream s;
+  s << "chain_id,chain,variant,passes,bytes,scratch_bytes,ms,gb_per_s,copy_gb_per_s\n";
+  for (const VariantTiming& t : rows)
+    s << t.chain_id << ',' << t.chain << ',' << t.variant << ',' << t.passes << ',' << t.bytes << ','
+      << t.scratch_bytes << ',' << t.ms << ',' << t.gb_per_s << ',' << copy_gb_per_s << '\n';
+  return s.str();
+}
+
+}  // namespace usp::ch13

@@ -1,0 +1,159 @@
+// ch13_fused_kernels: the playbook's "Fused kernels", on the CPU.
+//
+//   1. Equivalence: every chain's fused variant (and the core's ops where they exist) against
+//      its unfused variant on odd shapes: the largest difference of each output.
+//   2. The bandwidth table: for each chain and variant, the kernels it launches, the bytes it
+//      moves (counted from its passes), the intermediates it keeps, the time, GB/s and the
+//      fraction of the copy bandwidth measured in the same process.
+//   3. The model trained with exercise 13.1's fused residual + RMSNorm: the same losses.
+// Writes <out>/summary.json and fused_bandwidth.csv (plots/ch13_bandwidth.py).
+//
+//   build/bin/ch13_fused_kernels [--bench-rows 2048] [--bench-width 2048] [--bench-ffn 5632]
+//                            [--bench-vocab 32768] [--bench-params 16777216]
+//   ./usp run 13
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "chapters/13_fused_kernels/bandwidth_bench.hpp"
+#include "chapters/13_fused_kernels/chains.hpp"
+#include "chapters/13_fused_kernels/fused_model_norm.hpp"
+#include "common/io/output_file.hpp"
+#include "common/json.hpp"
+#include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
+#include "common/train/training_summary.hpp"
+
+namespace {
+
+using namespace usp;
+using namespace usp::ch13;
+
+double max_abs_diff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  double m = 0;
+  for (std::size_t t = 0; t < a.size(); ++t)
+    for (std::size_t i = 0; i < a[t].size(); ++i)
+      m = std::max(m, static_cast<double>(std::fabs(a[t][i] - b[t][i])));
+  return m;
+}
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch13_fused_kernels",
+          "unfused vs fused kernels on the CPU: residual + RMSNorm, SwiGLU, softmax + cross-entropy, AdamW; bytes "
+          "moved, GB/s against the copy bandwidth, and the model trained with the fused norm");
+  cli.add_common("out/13_fused_kernels");
+  add_training_flags(cli, {"usp-tiny", 128, 4, 5, 3e-3});
+  cli.add_int("bench-rows", 2048, "N: tokens of the table's activations", 1, 1 << 20);
+  cli.add_int("bench-width", 2048, "C: width of the norm chains (hidden size)", 1, 1 << 16);
+  cli.add_int("bench-ffn", 5632, "F: MLP width of the SwiGLU chains", 1, 1 << 18);
+  cli.add_int("bench-vocab", 32768, "V: vocabulary of the cross-entropy chain", 2, 1 << 20);
+  cli.add_int("bench-params", 16 << 20, "P: parameters of the AdamW chain", 1, std::int64_t{1} << 32);
+  cli.add_int("reps", 5, "timed repetitions per variant (the median is reported)", 1, 1000);
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const TrainingInputs in = agree_training_inputs(rt, cli);
+  ChainSizes sizes;
+  sizes.rows = cli.get_int("bench-rows");
+  sizes.hidden = cli.get_int("bench-width");
+  sizes.ffn = cli.get_int("bench-ffn");
+  sizes.vocab = cli.get_int("bench-vocab");
+  sizes.params = cli.get_int("bench-params");
+  const int reps = static_cast<int>(cli.get_int("reps"));
+  const std::string out = cli.get_string("out");
+  make_dirs(out);
+  JsonWriter j;
+  j.begin_object();
+
+  // 1. Equivalence, on shapes that are no multiple of any vector width.
+  const ChainSizes odd{37, 45, 53, 101, 1001};
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> eq;
+  const std::string missing = rt.skip_if_not_implemented([&] {
+    for (const std::string& id : chain_ids()) {
+      const Chain chain = make_chain(id, odd);
+      const auto reference = run_outputs(chain, chain.variant("unfused"));
+      std::vector<std::pair<std::string, double>> diffs;
+      for (const Variant& v : chain.variants)
+        if (v.name != "unfused") diffs.emplace_back(v.name, max_abs_diff(run_outputs(chain, v), reference));
+      eq.emplace_back(chain.name, diffs);
+    }
+  });
+  if (!missing.empty()) {
+    std::cout << "the fused residual + RMSNorm needs exercise 13.1 (" << missing << "); the chapter stops here.\n";
+    j.end_object();
+    write_training_summary(rt.world(), out + "/summary.json",
+                           {.chapter = "13_fused_kernels", .losses = {}, .flags_json = cli.values_json(),
+                            .chapter_json = j.str()});
+    return 0;
+  }
+  std::printf("1. Every variant against the unfused one (N 37, C 45, F 53, V 101, P 1001): largest |Δ| of the outputs\n");
+  j.key("equivalence").begin_array();
+  for (const auto& [chain, diffs] : eq)
+    for (const auto& [variant, d] : diffs) {
+      std::printf("   %-28s %-9s %.2e\n", chain.c_str(), variant.c_str(), d);
+      j.begin_object().field("chain", chain).field("variant", variant).field("largest_abs_difference", d).end_object();
+    }
+  j.end_array();
+
+  // 2. The bandwidth table.
+  const std::vector<VariantTiming> rows = bench_chains(chain_ids(), sizes, reps);
+  std::int64_t largest = 0;
+  for (const VariantTiming& t : rows) largest = std::max(largest, t.bytes);
+  const double copy = copy_bandwidth_gb_per_s(std::min<std::int64_t>(largest, std::int64_t{256} << 20), reps);
+  std::printf("\n2. N %lld, C %lld, F %lld, V %lld, P %lld, fp32, one CPU core; copy bandwidth (y = s·x) %.1f GB/s\n",
+              static_cast<long long>(sizes.rows), static_cast<long long>(sizes.hidden),
+              static_cast<long long>(sizes.ffn), static_cast<long long>(sizes.vocab),
+              static_cast<long long>(sizes.params), copy);
+  std::printf("   %-28s %-9s %6s %10s %11s %9s %8s %7s %8s\n", "chain", "variant", "passes", "moved MiB", "scratch MiB",
+              "ms", "GB/s", "% copy", "speed-up");
+  j.field("copy_gb_per_s", copy);
+  j.key("bandwidth").begin_array();
+  for (const VariantTiming& t : rows) {
+    double unfused_ms = t.ms;
+    for (const VariantTiming& u : rows)
+      if (u.chain_id == t.chain_id && u.variant == "unfused") unfused_ms = u.ms;
+    std::printf("   %-28s %-9s %6d %10.1f %11.1f %9.2f %8.2f %6.0f%% %7.2fx\n", t.chain.c_str(), t.variant.c_str(),
+                t.passes, static_cast<double>(t.bytes) / 1048576.0, static_cast<double>(t.scratch_bytes) / 1048576.0,
+                t.ms, t.gb_per_s, 100.0 * t.gb_per_s / copy, unfused_ms / t.ms);
+    j.begin_object()
+        .field("chain", t.chain_id)
+        .field("variant", t.variant)
+        .field("passes", t.passes)
+        .field("bytes", t.bytes)
+        .field("scratch_bytes", t.scratch_bytes)
+        .field("ms", t.ms)
+        .field("gb_per_s", t.gb_per_s)
+        .end_object();
+  }
+  j.end_array();
+  write_file_atomic(out + "/fused_bandwidth.csv", bandwidth_csv(rows, copy));
+
+  // 3. Training with the fused norm.
+  const TrainingConfig& cfg = in.config;
+  const std::vector<double> plain = train_losses(cfg, *in.data, false), fused = train_losses(cfg, *in.data, true);
+  double gap = 0;
+  for (std::size_t s = 0; s < plain.size(); ++s) gap = std::max(gap, std::fabs(plain[s] - fused[s]) / plain[s]);
+  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens, with the core's add + norm and with the fused kernel:\n",
+              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
+              static_cast<long long>(cfg.seq));
+  for (const auto& [name, losses] : {std::pair{"core", &plain}, std::pair{"fused", &fused}}) {
+    std::string text;
+    for (double x : *losses) text += std::to_string(x).substr(0, 8) + " ";
+    std::printf("   %-6s %s\n", name, text.c_str());
+  }
+  std::printf("   largest relative loss gap %.1e\n", gap);
+  j.field("training_max_relative_loss_gap", gap);
+  j.end_object();
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "13_fused_kernels", .losses = fused, .flags_json = cli.values_json(),
+                          .chapter_json = j.str()});
+  std::printf("\nwrote %s/summary.json, fused_bandwidth.csv\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
+}
