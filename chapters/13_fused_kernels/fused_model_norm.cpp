@@ -12,7 +12,7 @@ namespace {
 void require_f32(const char* what, const Tensor& t) {
   if (t.dtype() != DType::f32 || !t.device().is_cpu())
     throw UsageError(std::string("chapter 13's fused residual + RMSNorm runs on f32 CPU tensors; ") + what + " is " +
-                     dtype_name(t.dtype()) + " (use --dtype f32)");
+                     dtype_name(t.dtype()) + " (use --precision fp32)");
 }
 
 }  // namespace

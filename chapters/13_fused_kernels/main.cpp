@@ -54,6 +54,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("reps", 5, "timed repetitions per variant (the median is reported)", 1, 1000);
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli);
+  if (in.config.dtype != DType::f32)
+    throw UsageError("chapter 13's fused residual + RMSNorm (exercise 13.1) is an fp32 kernel: use --precision fp32");
   ChainSizes sizes;
   sizes.rows = cli.get_int("bench-rows");
   sizes.hidden = cli.get_int("bench-width");

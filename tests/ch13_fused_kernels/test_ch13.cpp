@@ -211,7 +211,7 @@ TEST_CASE("the model trained with the fused residual + RMSNorm gives the core's 
 
   SECTION("bf16 activations are refused with the flag to change") {
     cfg.dtype = DType::bf16;
-    CHECK_THROWS_WITH(train_losses(cfg, *data, true), Catch::Contains("--dtype f32"));
+    CHECK_THROWS_WITH(train_losses(cfg, *data, true), Catch::Contains("--precision fp32"));
   }
 }
 
