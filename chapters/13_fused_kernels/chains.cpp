@@ -213,6 +213,19 @@ Chain softmax_cross_entropy_chain(std::int64_t N, std::int64_t V) {
   return ch;
 }
 
+fused::AdamWStep adamw_chain_step() {
+  const AdamWConfig cfg;
+  const double t = 10;
+  fused::AdamWStep s{};
+  s.decay = 1.0f - static_cast<float>(cfg.lr) * static_cast<float>(cfg.weight_decay);
+  s.beta1 = static_cast<float>(cfg.beta1);
+  s.beta2 = static_cast<float>(cfg.beta2);
+  s.step_size = static_cast<float>(cfg.lr / (1.0 - std::pow(cfg.beta1, t)));
+  s.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(cfg.beta2, t)));
+  s.eps = static_cast<float>(cfg.eps);
+  return s;
+}
+
 Chain adamw_chain(std::int64_t P) {
   Chain ch;
   ch.name = "AdamW step";
@@ -225,16 +238,7 @@ Chain adamw_chain(std::int64_t P) {
   ch.outputs = {p, m, v};
   ch.reset = restore({p, m, v});
   // (The core's AdamW is the fused loop after a separate decay pass; the tests compare with it.)
-  // The core's defaults at step 10 (the bias corrections are not 1).
-  const AdamWConfig cfg;
-  const double t = 10;
-  fused::AdamWStep s{};
-  s.decay = 1.0f - static_cast<float>(cfg.lr) * static_cast<float>(cfg.weight_decay);
-  s.beta1 = static_cast<float>(cfg.beta1);
-  s.beta2 = static_cast<float>(cfg.beta2);
-  s.step_size = static_cast<float>(cfg.lr / (1.0 - std::pow(cfg.beta1, t)));
-  s.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(cfg.beta2, t)));
-  s.eps = static_cast<float>(cfg.eps);
+  const fused::AdamWStep s = adamw_chain_step();
 
   Variant un{"unfused", {}, {}};
   const Tensor den = scratch({P});

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "chapters/13_fused_kernels/fused_kernels.hpp"
 #include "chapters/13_fused_kernels/kernel_passes.hpp"
 
 namespace usp::ch13 {
@@ -33,6 +34,9 @@ Chain swiglu_forward_chain(std::int64_t rows, std::int64_t ffn);
 Chain swiglu_backward_chain(std::int64_t rows, std::int64_t ffn);
 Chain softmax_cross_entropy_chain(std::int64_t rows, std::int64_t vocab);
 Chain adamw_chain(std::int64_t params);
+
+// The AdamW chain's step: the core's AdamWConfig defaults at step 10 (bias corrections not 1).
+fused::AdamWStep adamw_chain_step();
 
 // The ids above, in order, and the chain of one id at these sizes (Error for an unknown id).
 const std::vector<std::string>& chain_ids();
