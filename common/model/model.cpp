@@ -376,8 +376,10 @@ Model::Model(ParamStore& params, ModelOptions options)
   USP_CHECK(tp_->size() == params_.layout().tp.size,
             "Model: the tensor-parallel group has " + std::to_string(tp_->size()) + " ranks but the parameters are a " +
                 std::to_string(params_.layout().tp.size) + "-way shard");
-  if (options_.activation_dtype != DType::f32 && options_.activation_dtype != DType::bf16)
-    throw UsageError(std::string("activation dtype must be f32 or bf16, got ") + dtype_name(options_.activation_dtype));
+  if (options_.activation_dtype != DType::f32 && options_.activation_dtype != DType::bf16 &&
+      options_.activation_dtype != DType::f16)
+    throw UsageError(std::string("activation dtype must be f32, bf16 or f16, got ") +
+                     dtype_name(options_.activation_dtype));
   const int units = params_.num_units(), last = last_unit();
   if (options_.stage.first_unit < 0 || options_.stage.first_unit > last || last >= units)
     throw UsageError("a pipeline stage holds units " + std::to_string(options_.stage.first_unit) + ".." +

@@ -40,7 +40,7 @@ using AttentionProbs = std::function<void(const Tensor& q, const Tensor& k, Tens
 
 struct ModelOptions {
   Recompute recompute = Recompute::none;
-  DType activation_dtype = DType::f32;  // f32 or bf16 (saved activations and layer outputs)
+  DType activation_dtype = DType::f32;  // f32, bf16 or f16 (saved activations and layer outputs)
   // Tensor parallelism (chapter 06): the group's operations, for a ParamStore holding the
   // matching TpShard. Null: the single-device decoder. Not owned; must outlive the model.
   TensorParallel* tensor_parallel = nullptr;

@@ -19,8 +19,8 @@ void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
 
 void check_float(const char* op, const char* name, const Tensor& t) {
   USP_CHECK(t.defined(), std::string("ops::") + op + ": " + name + " is undefined");
-  USP_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16,
-            std::string("ops::") + op + ": " + name + " is " + describe(t) + ", expected f32 or bf16");
+  USP_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16 || t.dtype() == DType::f16,
+            std::string("ops::") + op + ": " + name + " is " + describe(t) + ", expected f32, bf16 or f16");
 }
 
 void check_i32(const char* op, const char* name, const Tensor& t) {

@@ -22,7 +22,7 @@ namespace usp::ops::detail {
 // defined tensor lives on a CUDA device.
 void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 
-// t is f32 or bf16 (the float dtypes the ops compute with).
+// t is f32, bf16 or f16 (the float dtypes the ops compute with, in fp32).
 void check_float(const char* op, const char* name, const Tensor& t);
 // t is i32.
 void check_i32(const char* op, const char* name, const Tensor& t);

@@ -3,7 +3,7 @@
 //   D = head dim, C = hidden, F = ffn, V = vocab.
 // Every op dispatches on the tensors' device: the CPU implementations are in ops/*.cpp
 // (OpenBLAS sgemm for matmuls, plain loops elsewhere; one thread per rank); CUDA tensors throw
-// NotImplemented until the CUDA model path lands. Float arguments may be f32 or bf16: the op
+// NotImplemented until the CUDA model path lands. Float arguments may be f32, bf16 or f16: the op
 // computes in fp32 (bf16 inputs widened, outputs rounded to nearest even). Integer arguments
 // are i32. Scratch space goes through the memory tracker as Temporary.
 //

@@ -18,7 +18,7 @@ using Vec = std::vector<double>;
 // n values uniform in [lo, hi), deterministic in seed, rounded to what dtype can hold.
 Vec random_values(std::size_t n, std::uint64_t seed, double lo = -1.0, double hi = 1.0,
                   DType dtype = DType::f32);
-// Values rounded to dtype (f32 or bf16) and back.
+// Values rounded to dtype (f32, bf16 or f16) and back.
 Vec rounded(const Vec& v, DType dtype);
 // A CPU tensor holding v (converted to dtype), and a tensor's values as doubles.
 Tensor tensor_of(const Vec& v, const Shape& shape, DType dtype = DType::f32,

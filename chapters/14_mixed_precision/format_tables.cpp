@@ -1,0 +1,77 @@
+#include "chapters/14_mixed_precision/format_tables.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace usp::ch14 {
+
+namespace {
+
+template <class F>
+FormatRow enumerate(const FormatInfo& info) {
+  using Storage = typename F::Storage;
+  FormatRow row{info};
+  constexpr int bits = 1 + F::exponent_bits + F::mantissa_bits;
+  row.patterns = std::int64_t{1} << bits;
+  for (std::int64_t p = 0; p < row.patterns; ++p) {
+    const float x = decode_float<F>(static_cast<Storage>(p));
+    if (!std::isfinite(x)) continue;
+    ++row.finite;
+    if (encode_float<F>(x) == static_cast<Storage>(p)) ++row.round_trip;
+    if (x >= 1.0f && x <= 2.0f) ++row.in_1_2;
+  }
+  return row;
+}
+
+template <class F>
+void grid(std::ostringstream& s, const char* name) {
+  using Storage = typename F::Storage;
+  constexpr int bits = 1 + F::exponent_bits + F::mantissa_bits;
+  for (std::int64_t p = 0; p < (std::int64_t{1} << (bits - 1)); ++p) {  // the positive half
+    const float x = decode_float<F>(static_cast<Storage>(p));
+    if (x >= 1.0f && x <= 2.0f) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s,%.9g\n", name, static_cast<double>(x));
+      s << buf;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<FormatRow> format_rows() {
+  FormatRow f32{f32_info};
+  f32.patterns = std::int64_t{1} << 32;
+  f32.finite = f32.patterns - 2 * ((std::int64_t{1} << 23));  // minus ±inf and the NaNs: the all-ones exponent
+  f32.round_trip = f32.finite;                                  // the identity
+  f32.in_1_2 = (std::int64_t{1} << 23) + 1;
+  return {f32, enumerate<Bf16Format>(bf16_info), enumerate<F16Format>(f16_info), enumerate<E4m3Format>(e4m3_info),
+          enumerate<E5m2Format>(e5m2_info)};
+}
+
+std::string formats_csv(const std::vector<FormatRow>& rows) {
+  std::ostringstream s;
+  s << "name,exponent_bits,mantissa_bits,min_subnormal,min_normal,max_finite,epsilon,values_in_1_2\n";
+  for (const FormatRow& r : rows) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s,%d,%d,%.9g,%.9g,%.9g,%.9g,%lld\n", r.info.name, r.info.exponent_bits,
+                  r.info.mantissa_bits, static_cast<double>(r.info.min_subnormal),
+                  static_cast<double>(r.info.min_normal), static_cast<double>(r.info.max_finite),
+                  static_cast<double>(r.info.epsilon), static_cast<long long>(r.in_1_2));
+    s << buf;
+  }
+  return s.str();
+}
+
+std::string grid_csv() {
+  std::ostringstream s;
+  s << "format,value\n";
+  grid<Bf16Format>(s, "bf16");
+  grid<F16Format>(s, "f16");
+  grid<E4m3Format>(s, "e4m3");
+  grid<E5m2Format>(s, "e5m2");
+  return s.str();
+}
+
+}  // namespace usp::ch14

@@ -1,0 +1,171 @@
+// ch14_mixed_precision: the playbook's "Mixed precision training" (the FP8 half comes next).
+//
+//   1. The formats, from the core's conversion code: range and resolution of fp32, bf16, fp16,
+//      e4m3 and e5m2, and every bit pattern of the narrow ones decoded and encoded back.
+//   2. One model trained in fp32, bf16 (fp32 master weights), fp16 without loss scaling and fp16
+//      with dynamic loss scaling (exercise 14.1), on the same data: the loss curves, how far each
+//      strays from fp32, the steps skipped, and the gradients lost to underflow.
+// Writes <out>/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv and grad_histogram.csv
+// (plots/ch14_*.py).
+//
+//   build/bin/ch14_mixed_precision [--steps 30] [--init-scale 65536] [--growth-interval 4]
+//   ./usp run 14
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chapters/14_mixed_precision/format_tables.hpp"
+#include "chapters/14_mixed_precision/precision_training.hpp"
+#include "common/io/output_file.hpp"
+#include "common/json.hpp"
+#include "common/runtime.hpp"
+#include "common/train/training_inputs.hpp"
+#include "common/train/training_summary.hpp"
+
+namespace {
+
+using namespace usp;
+using namespace usp::ch14;
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+std::string curves_csv(const std::vector<PrecisionRun>& runs) {
+  std::ostringstream s;
+  s << "recipe,step,loss,scale,applied,zero_fraction,subnormal_fraction\n";
+  for (const PrecisionRun& r : runs)
+    for (std::size_t i = 0; i < r.losses.size(); ++i)
+      s << r.recipe << ',' << i << ',' << r.losses[i] << ',' << r.scales[i] << ',' << (r.applied[i] ? 1 : 0) << ','
+        << r.zero_fraction[i] << ',' << r.subnormal_fraction[i] << '\n';
+  return s.str();
+}
+
+std::string histogram_csv(const std::vector<PrecisionRun>& runs) {
+  std::ostringstream s;
+  s << "recipe,log2_low,count\n";
+  for (const PrecisionRun& r : runs) {
+    s << r.recipe << ",zero," << r.histogram_zeros << '\n';
+    for (std::size_t i = 0; i < r.log2_histogram.size(); ++i)
+      if (r.log2_histogram[i] > 0)
+        s << r.recipe << ',' << static_cast<int>(i) + PrecisionRun::kHistLow << ',' << r.log2_histogram[i] << '\n';
+  }
+  return s.str();
+}
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch14_mixed_precision",
+          "number formats from the project's own conversions, and one model trained in fp32, bf16, fp16 and fp16 "
+          "with dynamic loss scaling");
+  cli.add_common("out/14_mixed_precision");
+  add_training_flags(cli, {"usp-small", 128, 4, 30, 3e-3});
+  cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", 1.0, 1e30);
+  cli.add_int("growth-interval", 4, "good steps in a row before the loss scale doubles", 1, 1 << 30);
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const TrainingInputs in = agree_training_inputs(rt, cli);
+  if (cli.given("precision"))
+    throw UsageError("ch14_mixed_precision trains every precision itself: leave out --precision");
+  {
+    int e = 0;
+    if (std::frexp(cli.get_float("init-scale"), &e) != 0.5)
+      throw UsageError("--init-scale must be a power of two (so that dividing by it is exact), got " +
+                       std::to_string(cli.get_float("init-scale")));
+  }
+  const std::string out = cli.get_string("out");
+  make_dirs(out);
+  JsonWriter j;
+  j.begin_object();
+
+  // 1. Formats.
+  const std::vector<FormatRow> rows = format_rows();
+  std::printf("1. The formats (common/float_formats.hpp), every narrow bit pattern decoded and encoded back:\n");
+  std::printf("   %-5s %4s %4s %13s %13s %13s %10s %8s %10s %10s\n", "", "exp", "man", "min subnormal", "min normal",
+              "max", "ε (1→next)", "in [1,2]", "finite", "round trip");
+  j.key("formats").begin_array();
+  for (const FormatRow& r : rows) {
+    std::printf("   %-5s %4d %4d %13.4g %13.4g %13.6g %10.4g %8lld %10lld %10s\n", r.info.name, r.info.exponent_bits,
+                r.info.mantissa_bits, static_cast<double>(r.info.min_subnormal),
+                static_cast<double>(r.info.min_normal), static_cast<double>(r.info.max_finite),
+                static_cast<double>(r.info.epsilon), static_cast<long long>(r.in_1_2),
+                static_cast<long long>(r.finite), r.round_trip == r.finite ? "all" : "MISMATCH");
+    j.begin_object()
+        .field("name", std::string(r.info.name))
+        .field("max_finite", static_cast<double>(r.info.max_finite))
+        .field("min_normal", static_cast<double>(r.info.min_normal))
+        .field("min_subnormal", static_cast<double>(r.info.min_subnormal))
+        .field("epsilon", static_cast<double>(r.info.epsilon))
+        .field("finite_patterns", r.finite)
+        .field("round_trip_patterns", r.round_trip)
+        .end_object();
+  }
+  j.end_array();
+  write_file_atomic(out + "/formats.csv", formats_csv(rows));
+  write_file_atomic(out + "/grid_1_2.csv", grid_csv());
+
+  // 2. Training under each recipe.
+  const TrainingConfig& cfg = in.config;
+  LossScaleState scaler;
+  scaler.scale = static_cast<float>(cli.get_float("init-scale"));
+  scaler.growth_interval = cli.get_int("growth-interval");
+  std::vector<PrecisionRun> runs;
+  const std::string missing = rt.skip_if_not_implemented([&] {
+    for (Recipe r : {Recipe::fp32, Recipe::bf16, Recipe::fp16, Recipe::fp16_scaled})
+      runs.push_back(train_recipe(r, cfg, *in.data, scaler));
+  });
+  if (!missing.empty()) {
+    std::cout << "\nfp16 with loss scaling needs exercise 14.1 (" << missing << "); the chapter stops here.\n";
+    j.end_object();
+    write_training_summary(rt.world(), out + "/summary.json",
+                           {.chapter = "14_mixed_precision", .losses = {}, .flags_json = cli.values_json(),
+                            .chapter_json = j.str()});
+    return 0;
+  }
+  std::printf("\n2. %s trained %lld steps on %lld × %lld tokens under each recipe (AdamW, fp32 master weights for the "
+              "narrow ones):\n",
+              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
+              static_cast<long long>(cfg.seq));
+  std::printf("   %-13s %10s %10s %16s %8s %14s %14s\n", "recipe", "first", "last", "max |Δ| vs fp32", "skipped",
+              "zero grads", "subnormal");
+  const PrecisionRun& ref = runs.front();
+  j.key("recipes").begin_array();
+  for (const PrecisionRun& r : runs) {
+    double gap = 0;
+    for (std::size_t s = 0; s < r.losses.size(); ++s) gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
+    std::printf("   %-13s %10.4f %10.4f %16.2e %8lld %13.2f%% %13.2f%%\n", r.recipe.c_str(), r.losses.front(),
+                r.losses.back(), gap, static_cast<long long>(r.skipped_steps), 100.0 * mean(r.zero_fraction),
+                100.0 * mean(r.subnormal_fraction));
+    j.begin_object()
+        .field("recipe", r.recipe)
+        .field("final_loss", r.losses.back())
+        .field("max_abs_gap_to_fp32", gap)
+        .field("skipped_steps", r.skipped_steps)
+        .field("mean_zero_grad_fraction", mean(r.zero_fraction))
+        .field("mean_subnormal_grad_fraction", mean(r.subnormal_fraction))
+        .end_object();
+  }
+  j.end_array();
+  const PrecisionRun& scaled = runs.back();
+  std::printf("   loss scale of fp16+scaling per step:");
+  for (float s : scaled.scales) std::printf(" %g", static_cast<double>(s));
+  std::printf("\n");
+  write_file_atomic(out + "/loss_curves.csv", curves_csv(runs));
+  write_file_atomic(out + "/grad_histogram.csv", histogram_csv(runs));
+  j.end_object();
+  write_training_summary(rt.world(), out + "/summary.json",
+                         {.chapter = "14_mixed_precision", .losses = runs[1].losses, .flags_json = cli.values_json(),
+                          .chapter_json = j.str()});
+  std::printf("\nwrote %s/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
+}

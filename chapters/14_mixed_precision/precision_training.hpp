@@ -1,0 +1,44 @@
+// One model trained under each precision recipe, on the same data from the same initial weights
+// (the counter-based init gives every dtype the same values, rounded):
+//   fp32           parameters, gradients, activations fp32; AdamW states fp32
+//   bf16           parameters, gradients, activations bf16 (rounded to nearest even, emulated on
+//                  the CPU: every op computes in fp32 and rounds what it stores); fp32 master
+//                  weights in AdamW
+//   fp16           the same in fp16, no loss scaling: small gradients flush to zero
+//   fp16 + scaling the same with dynamic loss scaling (exercise 14.1)
+// Per step: the loss, the loss scale, and how many gradient elements are exactly zero or
+// subnormal in the gradients' own format (the underflow the scaling is there to prevent).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chapters/14_mixed_precision/loss_scaling.hpp"
+#include "common/data/dataset.hpp"
+#include "common/train/training_flags.hpp"
+
+namespace usp::ch14 {
+
+enum class Recipe { fp32, bf16, fp16, fp16_scaled };
+const char* recipe_name(Recipe r);  // "fp32", "bf16", "fp16", "fp16+scaling"
+
+struct PrecisionRun {
+  std::string recipe;
+  std::vector<double> losses;         // one per step (the unscaled mean loss)
+  std::vector<float> scales;          // the loss scale each step's backward used (1 without scaling)
+  std::vector<bool> applied;          // false: the step was skipped for an overflow
+  std::vector<double> zero_fraction;  // of the gradient elements, exactly 0 after backward
+  std::vector<double> subnormal_fraction;  // nonzero but below the format's smallest normal
+  std::int64_t skipped_steps = 0;
+  // The first step's gradients as stored (scaled, for fp16+scaling), by binade: log2_histogram[i]
+  // counts the nonzero |g| in [2^(i + kHistLow), 2^(i + kHistLow + 1)); zeros counted apart.
+  static constexpr int kHistLow = -64, kHistBins = 96;
+  std::vector<std::int64_t> log2_histogram;
+  std::int64_t histogram_zeros = 0;
+};
+
+// cfg.model trained cfg.steps steps (cfg.dtype is ignored: the recipe sets it); `scaler` is the
+// starting state for Recipe::fp16_scaled.
+PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Dataset& data, LossScaleState scaler = {});
+
+}  // namespace usp::ch14

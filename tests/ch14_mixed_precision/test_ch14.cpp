@@ -1,0 +1,193 @@
+// Chapter 14: mixed precision. Exercise 14.1 (one step of dynamic loss scaling) by hand: exact
+// unscaling, a skip on inf and on NaN, the scale halving and growing, any gradient dtype. The
+// formats from the core's codecs: their constants and an enumeration of every narrow bit pattern.
+// Training: bf16 and fp16 track fp32; fp16 without scaling loses gradients to underflow (zeros
+// and subnormals) where the scaled run loses none; a scale too large skips steps and halves
+// until the gradients fit.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "chapters/14_mixed_precision/format_tables.hpp"
+#include "chapters/14_mixed_precision/loss_scaling.hpp"
+#include "chapters/14_mixed_precision/precision_training.hpp"
+#include "common/data/dataset.hpp"
+#include "common/dtype.hpp"
+#include "tests/support/small_model.hpp"
+
+using namespace usp;
+using namespace usp::ch14;
+
+namespace {
+
+// f16 gradients holding S·g for the given g (each S·g exactly representable in f16 below).
+Tensor f16_of(const std::vector<float>& v) {
+  Tensor t = Tensor::empty({static_cast<std::int64_t>(v.size())}, DType::f16);
+  convert_from_float(v.data(), DType::f16, t.raw(), v.size());
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("exercise 14.1: a good step divides by the scale in fp32 and counts toward growth", "[ch14]") {
+  LossScaleState s;
+  s.scale = 1024.0f;
+  s.growth_interval = 3;
+  // g = {2^-20, -3·2^-16, 0, 1.5}: below f16's smallest subnormal 2^-24 only once scaled... they
+  // are representable as S·g = {2^-10, -3·2^-6, 0, 1536}; unscaled in fp32 they come back exactly.
+  const std::vector<float> g = {0x1p-20f, -3 * 0x1p-16f, 0.0f, 1.5f};
+  std::vector<float> sg;
+  for (float x : g) sg.push_back(x * 1024.0f);
+  const Tensor scaled = f16_of(sg);
+  Tensor out = Tensor::empty({4});
+  REQUIRE(unscale_and_update(scaled, out, s));
+  for (int i = 0; i < 4; ++i) {
+    INFO("element " << i);
+    CHECK(out.data<float>()[i] == g[static_cast<std::size_t>(i)]);
+  }
+  CHECK(s.scale == 1024.0f);
+  CHECK(s.good_steps == 1);
+  CHECK(s.skipped_steps == 0);
+  REQUIRE(unscale_and_update(scaled, out, s));
+  CHECK(s.good_steps == 2);
+  CHECK(s.scale == 1024.0f);
+  // The third good step in a row: this step's gradients divided by 1024, then the scale doubles.
+  REQUIRE(unscale_and_update(scaled, out, s));
+  CHECK(out.data<float>()[3] == 1.5f);
+  CHECK(s.scale == 2048.0f);
+  CHECK(s.good_steps == 0);
+}
+
+TEST_CASE("exercise 14.1: an inf or a NaN anywhere skips the step and halves the scale", "[ch14]") {
+  for (const float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()}) {
+    INFO("bad value " << bad);
+    LossScaleState s;
+    s.scale = 65536.0f;
+    s.growth_interval = 2;
+    s.good_steps = 1;  // one good step already: the overflow must reset the count
+    std::vector<float> v(37, 0.25f);
+    v[29] = bad;  // far from the start: a check of the first elements only fails
+    const Tensor scaled = f16_of(v);
+    Tensor out = Tensor::empty({37});
+    CHECK_FALSE(unscale_and_update(scaled, out, s));
+    CHECK(s.scale == 32768.0f);
+    CHECK(s.good_steps == 0);
+    CHECK(s.skipped_steps == 1);
+    // The next good step starts the count again: no growth yet after one.
+    const Tensor fine = f16_of(std::vector<float>(37, 0.25f));
+    CHECK(unscale_and_update(fine, out, s));
+    CHECK(s.scale == 32768.0f);
+    CHECK(s.good_steps == 1);
+  }
+}
+
+TEST_CASE("exercise 14.1: f32 and bf16 gradients work the same way", "[ch14]") {
+  for (const DType dt : {DType::f32, DType::bf16}) {
+    LossScaleState s;
+    s.scale = 8.0f;
+    const std::vector<float> v = {8.0f, -4.0f, 0.5f};
+    Tensor t = Tensor::empty({3}, dt);
+    convert_from_float(v.data(), dt, t.raw(), 3);
+    Tensor out = Tensor::empty({3});
+    REQUIRE(unscale_and_update(t, out, s));
+    CHECK(out.to_floats() == std::vector<float>{1.0f, -0.5f, 0.0625f});
+  }
+}
+
+TEST_CASE("the formats: constants, and every narrow bit pattern round-trips", "[ch14]") {
+  const std::vector<FormatRow> rows = format_rows();
+  REQUIRE(rows.size() == 5);
+  const FormatRow &bf16 = rows[1], &f16 = rows[2], &e4m3 = rows[3], &e5m2 = rows[4];
+  CHECK(e4m3.info.max_finite == 448.0f);
+  CHECK(e5m2.info.max_finite == 57344.0f);
+  CHECK(f16.info.max_finite == 65504.0f);
+  CHECK(f16.info.min_subnormal == 0x1p-24f);
+  CHECK(e4m3.info.min_subnormal == 0x1p-9f);
+  CHECK(e5m2.info.min_subnormal == 0x1p-16f);
+  // Finite patterns: all but the all-ones exponent (2 signs × 2^m) for the IEEE-like formats;
+  // e4m3 gives up only its two NaNs (S.1111.111).
+  CHECK(bf16.finite == 65536 - 2 * 128);
+  CHECK(f16.finite == 65536 - 2 * 1024);
+  CHECK(e4m3.finite == 256 - 2);
+  CHECK(e5m2.finite == 256 - 2 * 4);
+  for (const FormatRow& r : rows) {
+    INFO(r.info.name);
+    CHECK(r.round_trip == r.finite);
+    CHECK(r.in_1_2 == (std::int64_t{1} << r.info.mantissa_bits) + 1);  // 1, 1 + ε, ..., 2
+  }
+  const std::string grid = grid_csv();
+  CHECK(std::count(grid.begin(), grid.end(), '\n') == 1 + 129 + 1025 + 9 + 5);
+  CHECK(grid.find("e4m3,1.125\n") != std::string::npos);
+  CHECK(grid.find("e5m2,1.75\n") != std::string::npos);
+}
+
+namespace {
+
+TrainingConfig small_config(std::int64_t steps) {
+  TrainingConfig cfg;
+  cfg.model = testing::small_model(
+      {.name = "precision-test", .vocab = 256, .hidden = 96, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 200});
+  cfg.seq = 48;
+  cfg.mbs = 2;
+  cfg.steps = steps;
+  return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 and fp16 training track fp32; fp16 without scaling loses gradients to underflow", "[ch14]") {
+  const TrainingConfig cfg = small_config(6);
+  const auto data = make_dataset("synthetic", cfg.seed);
+  LossScaleState scaler;
+  scaler.growth_interval = 1000;
+  const PrecisionRun f32 = train_recipe(Recipe::fp32, cfg, *data, scaler);
+  const PrecisionRun b16 = train_recipe(Recipe::bf16, cfg, *data, scaler);
+  const PrecisionRun h16 = train_recipe(Recipe::fp16, cfg, *data, scaler);
+  const PrecisionRun s16 = train_recipe(Recipe::fp16_scaled, cfg, *data, scaler);
+  for (std::size_t s = 0; s < f32.losses.size(); ++s) {
+    INFO("step " << s << ": fp32 " << f32.losses[s] << ", bf16 " << b16.losses[s] << ", fp16 " << h16.losses[s]
+                 << ", fp16+scaling " << s16.losses[s]);
+    // bf16 keeps 8 significant bits: every stored weight and activation is off by up to 2^-9 ≈ 0.2%
+    // relative, and so is the loss while training is smooth; fp16 (11 bits) 8× less.
+    CHECK(std::fabs(b16.losses[s] - f32.losses[s]) <= 2e-3 * f32.losses[s]);
+    CHECK(std::fabs(h16.losses[s] - f32.losses[s]) <= 2.5e-4 * f32.losses[s]);
+    CHECK(std::fabs(s16.losses[s] - f32.losses[s]) <= 2.5e-4 * f32.losses[s]);
+  }
+  CHECK(f32.losses.back() < f32.losses.front());
+  // Underflow, measured on the first step's gradients (the same weights up to rounding): fp32 has
+  // no subnormals; unscaled fp16 holds many and flushes some to zero; scaled by 2^16 none.
+  CHECK(f32.subnormal_fraction[0] == 0.0);
+  CHECK(h16.subnormal_fraction[0] > 0.05);
+  CHECK(h16.zero_fraction[0] > f32.zero_fraction[0]);
+  CHECK(s16.subnormal_fraction[0] == 0.0);
+  CHECK(s16.zero_fraction[0] == f32.zero_fraction[0]);
+  CHECK(s16.skipped_steps == 0);
+}
+
+TEST_CASE("a loss scale too large skips steps, halving until the gradients fit", "[ch14]") {
+  const TrainingConfig cfg = small_config(14);
+  const auto data = make_dataset("synthetic", cfg.seed);
+  LossScaleState scaler;
+  scaler.scale = 0x1p26f;  // the largest scaled gradients overflow fp16's 65504 at first
+  scaler.growth_interval = 1000;
+  const PrecisionRun run = train_recipe(Recipe::fp16_scaled, cfg, *data, scaler);
+  REQUIRE_FALSE(run.applied[0]);
+  std::size_t first_applied = 0;
+  while (first_applied < run.applied.size() && !run.applied[first_applied]) ++first_applied;
+  REQUIRE(first_applied < run.applied.size());  // it found a scale that fits within 14 steps
+  CHECK(first_applied >= 2);  // S·g overflowed more than once on the way down
+  // Every skip halves the scale for the next step; every applied step keeps it (no growth within
+  // 1000 steps); the count of skips is the count of halvings.
+  std::int64_t skips = 0;
+  for (std::size_t s = 0; s + 1 < run.scales.size(); ++s) {
+    INFO("step " << s);
+    CHECK(run.scales[s + 1] == (run.applied[s] ? run.scales[s] : run.scales[s] / 2));
+    skips += run.applied[s] ? 0 : 1;
+  }
+  if (!run.applied.back()) ++skips;
+  CHECK(run.skipped_steps == skips);
+  INFO("skipped " << run.skipped_steps << ", losses " << run.losses[0] << " .. " << run.losses.back());
+  CHECK(run.losses.back() < run.losses[0]);  // and then it trained
+}
