@@ -47,10 +47,6 @@ void WeightGradQueue::weight_grad(const Tensor& dy, const Tensor& x, const Tenso
   queued_[open_key_].push_back({dy.clone(MemCategory::Activation), x, w, dw});
 }
 
-void WeightGradQueue::column_forward(const Tensor& x, const std::vector<Tensor>& w, std::vector<Tensor>& y) {
-  plain_.column_forward(x, w, y);
-}
-
 void WeightGradQueue::column_backward(const std::vector<Tensor>& dy, const Tensor& x, const std::vector<Tensor>& w,
                                       std::vector<Tensor>& dw, Tensor& dx) {
   USP_CHECK(dy.size() == w.size() && dw.size() == w.size(), "WeightGradQueue::column_backward: one dy and dw per w");
@@ -62,29 +58,10 @@ void WeightGradQueue::column_backward(const std::vector<Tensor>& dy, const Tenso
   }
 }
 
-void WeightGradQueue::row_forward(const Tensor& x, const Tensor& w, Tensor& y) { plain_.row_forward(x, w, y); }
-
 void WeightGradQueue::row_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw) {
   Tensor no_dw;
   ops::matmul_backward(dy, x, w, dx, no_dw);
   weight_grad(dy, x, w, dw);
-}
-
-void WeightGradQueue::embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) {
-  plain_.embedding_forward(tokens, table, out);
-}
-
-void WeightGradQueue::embedding_backward(const Tensor& tokens, const Tensor& dout, Tensor& dtable) {
-  plain_.embedding_backward(tokens, dout, dtable);
-}
-
-double WeightGradQueue::loss_forward(const Tensor& logits, const Tensor& targets, Tensor& saved) {
-  return plain_.loss_forward(logits, targets, saved);
-}
-
-void WeightGradQueue::loss_backward(const Tensor& logits, const Tensor& targets, const Tensor& saved,
-                                    Tensor& dlogits, float scale) {
-  plain_.loss_backward(logits, targets, saved, dlogits, scale);
 }
 
 }  // namespace usp::ch08

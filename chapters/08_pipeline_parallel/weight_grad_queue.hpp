@@ -25,7 +25,7 @@
 
 namespace usp::ch08 {
 
-class WeightGradQueue final : public TensorParallel {
+class WeightGradQueue final : public SingleDevice {
  public:
   using Key = std::pair<int, int>;  // (micro-batch, chunk)
 
@@ -36,24 +36,14 @@ class WeightGradQueue final : public TensorParallel {
   void run(Key key);
   std::size_t pending() const { return queued_.size(); }  // micro-batches with queued work
 
-  std::int64_t size() const override { return 1; }
-  bool sequence_parallel() const override { return false; }
-  void column_forward(const Tensor& x, const std::vector<Tensor>& w, std::vector<Tensor>& y) override;
   void column_backward(const std::vector<Tensor>& dy, const Tensor& x, const std::vector<Tensor>& w,
                        std::vector<Tensor>& dw, Tensor& dx) override;
-  void row_forward(const Tensor& x, const Tensor& w, Tensor& y) override;
   void row_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw) override;
-  void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) override;
-  void embedding_backward(const Tensor& tokens, const Tensor& dout, Tensor& dtable) override;
-  double loss_forward(const Tensor& logits, const Tensor& targets, Tensor& saved) override;
-  void loss_backward(const Tensor& logits, const Tensor& targets, const Tensor& saved, Tensor& dlogits,
-                     float scale) override;
 
  private:
   struct Product {
     Tensor dy, x, w, dw;  // dw += dyᵀ · x (w: the weight, for its shape)
   };
-  SingleDevice plain_;
   bool open_ = false;
   Key open_key_{};
   std::map<Key, std::vector<Product>> queued_;

@@ -1,12 +1,14 @@
-// ch14_mixed_precision: the playbook's "Mixed precision training" (the FP8 half comes next).
+// ch14_mixed_precision: the playbook's "Mixed precision training" and "FP8 pretraining", on the CPU.
 //
 //   1. The formats, from the core's conversion code: range and resolution of fp32, bf16, fp16,
 //      e4m3 and e5m2, and every bit pattern of the narrow ones decoded and encoded back.
 //   2. One model trained in fp32, bf16 (fp32 master weights), fp16 without loss scaling and fp16
 //      with dynamic loss scaling (exercise 14.1), on the same data: the loss curves, how far each
 //      strays from fp32, the steps skipped, and the gradients lost to underflow.
-// Writes <out>/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv and grad_histogram.csv
-// (plots/ch14_*.py).
+//   3. The same model with its linear layers in FP8 (emulated: e4m3 forward, e5m2 gradients),
+//      scaled three ways — not at all, per tensor, per tile (exercise 14.2) — against fp32.
+// Writes <out>/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv and
+// fp8_curves.csv (plots/ch14_*.py).
 //
 //   build/bin/ch14_mixed_precision [--steps 30] [--init-scale 65536] [--growth-interval 4]
 //   ./usp run 14
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "chapters/14_mixed_precision/format_tables.hpp"
+#include "chapters/14_mixed_precision/fp8_linears.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
@@ -156,11 +159,50 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::printf("\n");
   write_file_atomic(out + "/loss_curves.csv", curves_csv(runs));
   write_file_atomic(out + "/grad_histogram.csv", histogram_csv(runs));
+
+  // 3. FP8 linear layers.
+  std::vector<Fp8Run> fp8;
+  const std::string missing_fp8 = rt.skip_if_not_implemented([&] {
+    for (Fp8Scaling sc : {Fp8Scaling::direct, Fp8Scaling::per_tensor, Fp8Scaling::tiled})
+      fp8.push_back(train_fp8(sc, cfg, *in.data));
+  });
+  if (!missing_fp8.empty()) {
+    std::cout << "\nFP8 training needs exercise 14.2 (" << missing_fp8 << "); the chapter stops here.\n";
+  } else {
+    std::printf("\n3. The same model with its attention and MLP matmuls in FP8 (e4m3 forward, e5m2 gradients, fp32 "
+                "accumulation; emulated):\n");
+    std::printf("   %-15s %10s %10s %16s %30s\n", "recipe", "first", "last", "max |Δ| vs fp32",
+                "flushed to 0: act / w / grad");
+    std::ostringstream csv;
+    csv << "recipe,step,loss\n";
+    for (std::size_t i = 0; i < ref.losses.size(); ++i) csv << "fp32," << i << ',' << ref.losses[i] << '\n';
+    j.key("fp8").begin_array();
+    for (const Fp8Run& r : fp8) {
+      double gap = 0;
+      for (std::size_t s = 0; s < r.losses.size(); ++s) {
+        gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
+        csv << r.recipe << ',' << s << ',' << r.losses[s] << '\n';
+      }
+      std::printf("   %-15s %10.4f %10.4f %16.2e %9.2f%% %8.2f%% %8.2f%%\n", r.recipe.c_str(), r.losses.front(),
+                  r.losses.back(), gap, 100.0 * r.activations.flushed_fraction(), 100.0 * r.weights.flushed_fraction(),
+                  100.0 * r.gradients.flushed_fraction());
+      j.begin_object()
+          .field("recipe", r.recipe)
+          .field("final_loss", r.losses.back())
+          .field("max_abs_gap_to_fp32", gap)
+          .field("activations_flushed_fraction", r.activations.flushed_fraction())
+          .field("weights_flushed_fraction", r.weights.flushed_fraction())
+          .field("gradients_flushed_fraction", r.gradients.flushed_fraction())
+          .end_object();
+    }
+    j.end_array();
+    write_file_atomic(out + "/fp8_curves.csv", csv.str());
+  }
   j.end_object();
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "14_mixed_precision", .losses = runs[1].losses, .flags_json = cli.values_json(),
                           .chapter_json = j.str()});
-  std::printf("\nwrote %s/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv\n", out.c_str());
+  std::printf("\nwrote %s/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv, fp8_curves.csv\n", out.c_str());
   return 0;
 }
 

@@ -60,8 +60,10 @@ class TensorParallel {
                              float scale) = 0;
 };
 
-// No tensor parallelism: t = 1, and every operation is the single-device op.
-class SingleDevice final : public TensorParallel {
+// No tensor parallelism: t = 1, and every operation is the single-device op. Not final: a
+// chapter that changes only how the linear blocks compute (chapter 08's deferred weight
+// gradients, chapter 14's FP8 matmuls) derives from it and overrides those.
+class SingleDevice : public TensorParallel {
  public:
   std::int64_t size() const override { return 1; }
   bool sequence_parallel() const override { return false; }

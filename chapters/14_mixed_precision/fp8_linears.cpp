@@ -1,0 +1,101 @@
+#include "chapters/14_mixed_precision/fp8_linears.hpp"
+
+#include <vector>
+
+#include "chapters/14_mixed_precision/fp8_tiles.hpp"
+#include "common/error.hpp"
+#include "common/float_formats.hpp"
+#include "common/model/model.hpp"
+#include "common/ops/ops.hpp"
+#include "common/optim/adamw.hpp"
+
+namespace usp::ch14 {
+
+const char* scaling_name(Fp8Scaling s) {
+  switch (s) {
+    case Fp8Scaling::direct: return "fp8 direct";
+    case Fp8Scaling::per_tensor: return "fp8 per-tensor";
+    case Fp8Scaling::tiled: return "fp8 tiled";
+  }
+  return "?";
+}
+
+Tensor Fp8Linears::quantized(const Tensor& t, Kind kind) {
+  USP_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "Fp8Linears: the FP8 emulation runs on f32 CPU tensors");
+  const std::int64_t cols = t.dim(-1), rows = t.numel() / cols;
+  const DType format = kind == Kind::gradient ? DType::e5m2 : DType::e4m3;
+  TileGrid grid{rows, cols, rows, cols};  // per tensor: one tile
+  if (scaling_ == Fp8Scaling::tiled) {
+    grid.tile_rows = kind == Kind::weight ? 128 : 1;
+    grid.tile_cols = 128;
+  }
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(t.numel()));
+  std::vector<float> scales(static_cast<std::size_t>(grid.tiles()), 1.0f);
+  const float* x = t.data<float>();
+  if (scaling_ == Fp8Scaling::direct) {
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      q[static_cast<std::size_t>(i)] = format == DType::e4m3 ? float_to_e4m3(x[i]) : float_to_e5m2(x[i]);
+  } else {
+    quantize_tiles(x, grid, format, q.data(), scales.data());
+  }
+  Tensor out = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary);
+  float* y = out.data<float>();
+  dequantize_tiles(q.data(), scales.data(), grid, format, y);
+  QuantStats& st = kind == Kind::activation ? act_ : kind == Kind::weight ? weight_ : grad_;
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    if (x[i] != 0.0f) {
+      ++st.nonzero;
+      if (y[i] == 0.0f) ++st.flushed;
+    }
+  return out;
+}
+
+void Fp8Linears::column_forward(const Tensor& x, const std::vector<Tensor>& w, std::vector<Tensor>& y) {
+  if (w.size() == 1 && is_head(w[0])) return SingleDevice::column_forward(x, w, y);
+  const Tensor xq = quantized(x, Kind::activation);
+  for (std::size_t i = 0; i < w.size(); ++i) ops::matmul_forward(xq, quantized(w[i], Kind::weight), y[i]);
+}
+
+void Fp8Linears::column_backward(const std::vector<Tensor>& dy, const Tensor& x, const std::vector<Tensor>& w,
+                                 std::vector<Tensor>& dw, Tensor& dx) {
+  if (w.size() == 1 && is_head(w[0])) return SingleDevice::column_backward(dy, x, w, dw, dx);
+  const Tensor xq = quantized(x, Kind::activation);
+  for (std::size_t i = w.size(); i-- > 0;)
+    ops::matmul_backward(quantized(dy[i], Kind::gradient), xq, quantized(w[i], Kind::weight), dx, dw[i],
+                         /*accumulate_dx=*/i + 1 != w.size());
+}
+
+void Fp8Linears::row_forward(const Tensor& x, const Tensor& w, Tensor& y) {
+  ops::matmul_forward(quantized(x, Kind::activation), quantized(w, Kind::weight), y);
+}
+
+void Fp8Linears::row_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw) {
+  ops::matmul_backward(quantized(dy, Kind::gradient), quantized(x, Kind::activation), quantized(w, Kind::weight), dx,
+                       dw);
+}
+
+Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& data) {
+  ParamStore params(cfg.model, DType::f32);
+  params.init(cfg.seed);
+  Fp8Linears linears(scaling, cfg.model.vocab);
+  ModelOptions options = cfg.model_options();
+  options.activation_dtype = DType::f32;
+  options.tensor_parallel = &linears;
+  Model model(params, options);
+  AdamW optimizer(params, cfg.adamw);
+  Fp8Run run;
+  run.recipe = scaling_name(scaling);
+  for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    params.zero_grad();
+    const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
+    run.losses.push_back(model.forward(b.inputs, b.targets));
+    model.backward();
+    optimizer.step(params);
+  }
+  run.activations = linears.activations();
+  run.weights = linears.weights();
+  run.gradients = linears.gradients();
+  return run;
+}
+
+}  // namespace usp::ch14
