@@ -135,14 +135,13 @@ Chain swiglu_forward_chain(std::int64_t N, std::int64_t F) {
       {"mul", {g, s}, {a}, [=] { unfused::mul(f(g), f(s), f(a), n); }},
       {"mul", {a, u}, {z}, [=] { unfused::mul(f(a), f(u), f(z), n); }},
   };
-  Variant core{"core ops", {}, {}};
-  core.passes = {{"ops::swiglu_forward", {g, u}, {z}, [=] {
-                    Tensor zv = z;
-                    ops::swiglu_forward(g, u, zv);
-                  }}};
+  // The core's op is already the fused kernel: one pass, the sigmoid kept in a register.
   Variant fu{"fused", {}, {}};
-  fu.passes = {{"swiglu", {g, u}, {z}, [=] { fused::swiglu_forward(f(g), f(u), f(z), n); }}};
-  ch.variants = {un, core, fu};
+  fu.passes = {{"ops::swiglu_forward", {g, u}, {z}, [=] {
+                  Tensor zv = z;
+                  ops::swiglu_forward(g, u, zv);
+                }}};
+  ch.variants = {un, fu};
   return ch;
 }
 
@@ -167,15 +166,13 @@ Chain swiglu_backward_chain(std::int64_t N, std::int64_t F) {
       {"silu_grad", {s, g}, {ds}, [=] { unfused::silu_grad(f(s), f(g), f(ds), n); }},
       {"mul", {da, ds}, {dg}, [=] { unfused::mul(f(da), f(ds), f(dg), n); }},
   };
-  Variant core{"core ops", {}, {}};
-  core.passes = {{"ops::swiglu_backward", {dz, g, u}, {dg, du}, [=] {
-                    Tensor dgv = dg, duv = du;
-                    ops::swiglu_backward(dz, g, u, dgv, duv);
-                  }}};
+  // The core's op is already the fused kernel: the sigmoid recomputed, not read back.
   Variant fu{"fused", {}, {}};
-  fu.passes = {{"swiglu_backward", {dz, g, u}, {dg, du},
-                [=] { fused::swiglu_backward(f(dz), f(g), f(u), f(dg), f(du), n); }}};
-  ch.variants = {un, core, fu};
+  fu.passes = {{"ops::swiglu_backward", {dz, g, u}, {dg, du}, [=] {
+                  Tensor dgv = dg, duv = du;
+                  ops::swiglu_backward(dz, g, u, dgv, duv);
+                }}};
+  ch.variants = {un, fu};
   return ch;
 }
 

@@ -1,6 +1,6 @@
 // Chapter 13's six chains, each with its unfused variant (one pass per operator, as an eager
-// framework runs them), its fused variant (one pass) and, where the core already has the op,
-// the core's variant. Inputs are filled from the counter-based RNG (seeded by name), so every
+// framework runs them), its fused variant (one pass; for SwiGLU the core's own op, already fused)
+// and, for the norm chains, the core's ops as the model used them before this chapter. Inputs are filled from the counter-based RNG (seeded by name), so every
 // variant of a chain starts from the same values.
 //
 //   norm_fwd   residual + RMSNorm forward     x, r [N, C], w [C]      -> x2, h [N, C], rstd [N]

@@ -9,22 +9,6 @@ namespace usp::ch13::fused {
 using ops::detail::exp_approx;
 using ops::detail::lane_max;
 
-USP_SIMD_CLONES void swiglu_forward(const float* g, const float* u, float* z, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float s = 1.0f / (1.0f + exp_approx(-g[i]));
-    z[i] = g[i] * s * u[i];
-  }
-}
-
-USP_SIMD_CLONES void swiglu_backward(const float* dz, const float* g, const float* u, float* dg, float* du,
-                                     std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float s = 1.0f / (1.0f + exp_approx(-g[i]));
-    du[i] = dz[i] * (g[i] * s);
-    dg[i] = (dz[i] * u[i]) * (s * (1.0f + g[i] * (1.0f - s)));
-  }
-}
-
 namespace {
 
 // d[j] = e^(x[j] - m), returning Σ_j d[j] in lanes (the unfused row_sum's order). d may be x.

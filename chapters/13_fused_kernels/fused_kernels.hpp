@@ -1,16 +1,12 @@
 // The fused kernels of chapter 13: each chain of unfused_kernels.hpp as ONE pass that reads its
 // inputs once, keeps every intermediate in registers (or, for a row it visits several times, in
 // cache) and writes only its outputs. The residual + RMSNorm pair is exercise 13.1
-// (fused_residual_norm.hpp); these are the others.
+// (fused_residual_norm.hpp); SwiGLU's fused kernels are the core's own ops (ops::swiglu_*,
+// already one pass each); these are the others.
 #pragma once
 #include <cstdint>
 
 namespace usp::ch13::fused {
-
-// SwiGLU, z = silu(g) · u, silu(g) = g · sigmoid(g). n elements.
-void swiglu_forward(const float* g, const float* u, float* z, std::int64_t n);
-// dz -> dg = dz · u · s · (1 + g·(1 - s)), du = dz · g · s with s = sigmoid(g) recomputed.
-void swiglu_backward(const float* dz, const float* g, const float* u, float* dg, float* du, std::int64_t n);
 
 // Softmax + cross-entropy, forward and backward in one pass over each row of logits [rows, V]:
 //   loss[i] = m + log Σ_j e^(x[i,j] - m) - x[i, t[i]]      (m = max_j x[i,j]; never log of 0)

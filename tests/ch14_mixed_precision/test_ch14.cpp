@@ -11,10 +11,14 @@
 #include <vector>
 
 #include "chapters/14_mixed_precision/format_tables.hpp"
+#include "chapters/14_mixed_precision/fp8_linears.hpp"
+#include "chapters/14_mixed_precision/fp8_tiles.hpp"
 #include "chapters/14_mixed_precision/loss_scaling.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
 #include "common/data/dataset.hpp"
 #include "common/dtype.hpp"
+#include "common/float_formats.hpp"
+#include "common/rng.hpp"
 #include "tests/support/small_model.hpp"
 
 using namespace usp;
@@ -194,11 +198,6 @@ TEST_CASE("a loss scale too large skips steps, halving until the gradients fit",
 }
 
 // ---- FP8 (exercise 14.2 and the FP8 linears) ----------------------------------------------------
-
-#include "chapters/14_mixed_precision/fp8_linears.hpp"
-#include "chapters/14_mixed_precision/fp8_tiles.hpp"
-#include "common/float_formats.hpp"
-#include "common/rng.hpp"
 
 TEST_CASE("exercise 14.2: scales and codes of hand-made tiles", "[ch14]") {
   // 2 × 4 in tiles of 1 × 2: four tiles.
