@@ -62,6 +62,35 @@ std::string histogram_csv(const std::vector<PrecisionRun>& runs) {
   return s.str();
 }
 
+// Bytes per parameter of each recipe's training state, measured by the tracker on the first step,
+// next to the usp_calc row it answers to. Writes "memory_per_parameter" into the summary.
+void print_memory(const std::vector<PrecisionRun>& runs, JsonWriter& j) {
+  const Recipe order[] = {Recipe::fp32, Recipe::bf16, Recipe::fp16, Recipe::fp16_scaled};
+  std::printf("\n   Memory per parameter, measured (tracker, first step) vs usp_calc:\n");
+  std::printf("   %-13s %7s %7s %10s %8s %12s   %-38s %s\n", "recipe", "params", "grads", "optimizer", "states",
+              "step peak", "usp_calc", "states (peak)");
+  j.key("memory_per_parameter").begin_array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const StateMemory& m = runs[i].memory;
+    const double n = static_cast<double>(m.parameters_numel);
+    const CalcRow row = calc_row(order[i]);
+    const std::int64_t calc_total = row.bytes.parameters + row.bytes.gradients + row.bytes.optimizer;
+    std::printf("   %-13s %7.2f %7.2f %10.2f %8.2f %12.2f   %-38s %lld\n", runs[i].recipe.c_str(),
+                static_cast<double>(m.parameters) / n, static_cast<double>(m.gradients) / n,
+                static_cast<double>(m.optimizer) / n, static_cast<double>(m.states()) / n,
+                static_cast<double>(m.states() + m.step_extra) / n, row.flags, static_cast<long long>(calc_total));
+    j.begin_object()
+        .field("recipe", runs[i].recipe)
+        .field("parameters", static_cast<double>(m.parameters) / n)
+        .field("gradients", static_cast<double>(m.gradients) / n)
+        .field("optimizer", static_cast<double>(m.optimizer) / n)
+        .field("step_peak", static_cast<double>(m.states() + m.step_extra) / n)
+        .field("usp_calc", calc_total)
+        .end_object();
+  }
+  j.end_array();
+}
+
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch14_mixed_precision",
           "number formats from the project's own conversions, and one model trained in fp32, bf16, fp16 and fp16 "
@@ -157,6 +186,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::printf("   loss scale of fp16+scaling per step:");
   for (float s : scaled.scales) std::printf(" %g", static_cast<double>(s));
   std::printf("\n");
+  print_memory(runs, j);
   write_file_atomic(out + "/loss_curves.csv", curves_csv(runs));
   write_file_atomic(out + "/grad_histogram.csv", histogram_csv(runs));
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/float_formats.hpp"
+#include "common/memory_tracker.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
 
@@ -17,6 +18,17 @@ const char* recipe_name(Recipe r) {
     case Recipe::fp16_scaled: return "fp16+scaling";
   }
   return "?";
+}
+
+CalcRow calc_row(Recipe r) {
+  switch (r) {
+    case Recipe::fp32: return {"--precision fp32", calc::state_bytes_per_parameter(calc::Precision::fp32, false)};
+    case Recipe::bf16:
+    case Recipe::fp16: return {"--precision mixed", calc::state_bytes_per_parameter(calc::Precision::mixed, false)};
+    case Recipe::fp16_scaled:
+      return {"--precision mixed --fp32-grad-accum", calc::state_bytes_per_parameter(calc::Precision::mixed, true)};
+  }
+  return {"?", {}};
 }
 
 namespace {
@@ -62,6 +74,8 @@ void histogram(const Tensor& grads, PrecisionRun& run) {
 
 PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Dataset& data, LossScaleState scaler) {
   const DType dt = dtype_of(recipe);
+  MemoryTracker& tracker = MemoryTracker::instance();
+  const MemCounts before = tracker.current();
   ParamStore params(cfg.model, dt);
   params.init(cfg.seed);
   ModelOptions options = cfg.model_options();
@@ -83,6 +97,8 @@ PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Datase
     run.subnormal_fraction.push_back(sub);
     if (step == 0) histogram(params.flat_grad(), run);
     bool apply = true;
+    const std::int64_t before_step = tracker.current().total();
+    tracker.reset_peak();
     if (scaled) {
       Tensor unscaled = Tensor::empty({params.numel()}, DType::f32, MemCategory::Temporary);
       apply = unscale_and_update(params.flat_grad(), unscaled, scaler);
@@ -91,6 +107,12 @@ PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Datase
       optimizer.step(params);
     }
     run.applied.push_back(apply);
+    if (step == 0) {
+      const MemCounts now = tracker.current();
+      const auto grew = [&](MemCategory c) { return now[c] - before[c]; };
+      run.memory = {params.numel(), grew(MemCategory::Parameter), grew(MemCategory::Gradient),
+                    grew(MemCategory::OptimizerState), tracker.peak_total() - before_step};
+    }
   }
   run.skipped_steps = scaled ? scaler.skipped_steps : 0;
   return run;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chapters/14_mixed_precision/loss_scaling.hpp"
+#include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
 #include "common/train/training_flags.hpp"
 
@@ -22,8 +23,18 @@ namespace usp::ch14 {
 enum class Recipe { fp32, bf16, fp16, fp16_scaled };
 const char* recipe_name(Recipe r);  // "fp32", "bf16", "fp16", "fp16+scaling"
 
+// The recipe's training state as the tracker counted it, in bytes, and how far above it the
+// optimizer step reached (the step's own allocations: unscaled gradients, widened copies).
+struct StateMemory {
+  std::int64_t parameters_numel = 0;
+  std::int64_t parameters = 0, gradients = 0, optimizer = 0;  // Parameter, Gradient, OptimizerState
+  std::int64_t step_extra = 0;  // peak during unscaling + the optimizer step, minus the bytes before it
+  std::int64_t states() const { return parameters + gradients + optimizer; }
+};
+
 struct PrecisionRun {
   std::string recipe;
+  StateMemory memory;  // measured on the first step
   std::vector<double> losses;         // one per step (the unscaled mean loss)
   std::vector<float> scales;          // the loss scale each step's backward used (1 without scaling)
   std::vector<bool> applied;          // false: the step was skipped for an overflow
@@ -36,6 +47,18 @@ struct PrecisionRun {
   std::vector<std::int64_t> log2_histogram;
   std::int64_t histogram_zeros = 0;
 };
+
+// The usp_calc row a recipe's measured memory answers to, and its bytes per parameter:
+//   fp32          --precision fp32                      4 + 4 + 8 = 16
+//   bf16, fp16    --precision mixed                     2 + 2 + (4 master + 8) = 16
+//   fp16+scaling  --precision mixed --fp32-grad-accum   2 + (2 + 4) + 12 = 20: the fp32 copy of the
+//                 gradients that unscaling writes is the calculator's fp32 gradient buffer (here
+//                 held only while the step runs, so it shows in step_extra, not in gradients)
+struct CalcRow {
+  const char* flags;
+  calc::StateBytes bytes;
+};
+CalcRow calc_row(Recipe r);
 
 // cfg.model trained cfg.steps steps (cfg.dtype is ignored: the recipe sets it); `scaler` is the
 // starting state for Recipe::fp16_scaled.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "common/dtype.hpp"
 
@@ -63,25 +64,34 @@ void AdamW::step_range(Tensor params_range, const Tensor& grads_range) {
   // The fp32 values the update reads and writes: the master copy, or the parameters themselves.
   const bool narrow = master_.defined();
   float* w = narrow ? master_.data<float>() : params_range.data<float>();
-  Tensor g_wide;  // bf16 gradients widened to fp32 for the update
-  const float* g = nullptr;
-  if (grads_range.dtype() == DType::f32) {
-    g = grads_range.data<float>();
-  } else {
-    g_wide = Tensor::empty({n}, DType::f32, MemCategory::Temporary);
-    convert_to_float(grads_range.dtype(), grads_range.raw(), g_wide.data<float>(), static_cast<std::size_t>(n));
-    g = g_wide.data<float>();
-  }
   float* m = m_.data<float>();
   float* v = v_.data<float>();
 
   for (const auto& [lo, hi] : decayed_)
     for (std::int64_t i = lo; i < hi; ++i) w[i] *= decay;
-  for (std::int64_t i = 0; i < n; ++i) {
-    m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-    const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-    w[i] -= step_size * m[i] / denom;
+  // Narrow gradients are widened a block at a time on the stack, so the step allocates nothing:
+  // mixed precision's memory is its 16 bytes per parameter at the optimizer step too.
+  constexpr std::int64_t kBlock = 1024;
+  float g_block[kBlock];
+  const bool wide = grads_range.dtype() == DType::f32;
+  const std::size_t g_size = dtype_size(grads_range.dtype());
+  for (std::int64_t b = 0; b < n; b += kBlock) {
+    const std::int64_t len = std::min(kBlock, n - b);
+    const float* g = nullptr;
+    if (wide) {
+      g = grads_range.data<float>() + b;
+    } else {
+      convert_to_float(grads_range.dtype(), static_cast<const std::byte*>(grads_range.raw()) + static_cast<std::size_t>(b) * g_size, g_block,
+                       static_cast<std::size_t>(len));
+      g = g_block;
+    }
+    for (std::int64_t k = 0; k < len; ++k) {
+      const std::int64_t i = b + k;
+      m[i] = b1 * m[i] + (1.0f - b1) * g[k];
+      v[i] = b2 * v[i] + (1.0f - b2) * g[k] * g[k];
+      const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+      w[i] -= step_size * m[i] / denom;
+    }
   }
   if (narrow) convert_from_float(w, params_range.dtype(), params_range.raw(), static_cast<std::size_t>(n));
 }

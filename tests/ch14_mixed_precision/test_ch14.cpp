@@ -171,6 +171,31 @@ TEST_CASE("bf16 and fp16 training track fp32; fp16 without scaling loses gradien
   CHECK(s16.skipped_steps == 0);
 }
 
+TEST_CASE("memory per parameter: the tracker's bytes are the calculator's, recipe by recipe", "[ch14]") {
+  const TrainingConfig cfg = small_config(1);
+  const auto data = make_dataset("synthetic", cfg.seed);
+  for (Recipe r : {Recipe::fp32, Recipe::bf16, Recipe::fp16, Recipe::fp16_scaled}) {
+    const StateMemory m = train_recipe(r, cfg, *data).memory;
+    const CalcRow row = calc_row(r);
+    const std::int64_t n = m.parameters_numel;
+    INFO(recipe_name(r) << " (usp_calc " << row.flags << "), " << n << " parameters: measured parameters "
+                        << m.parameters << ", gradients " << m.gradients << ", optimizer " << m.optimizer
+                        << ", step extra " << m.step_extra << " bytes");
+    REQUIRE(n == cfg.model.num_parameters());
+    CHECK(m.parameters == row.bytes.parameters * n);
+    CHECK(m.optimizer == row.bytes.optimizer * n);
+    if (r == Recipe::fp16_scaled) {
+      // The calculator's fp32 gradient buffer (+4 bytes) is the unscaled copy, alive during the step.
+      CHECK(m.gradients == 2 * n);
+      CHECK(m.gradients + m.step_extra == row.bytes.gradients * n);
+    } else {
+      // Narrow gradients are widened in blocks: the optimizer step allocates nothing.
+      CHECK(m.gradients == row.bytes.gradients * n);
+      CHECK(m.step_extra == 0);
+    }
+  }
+}
+
 TEST_CASE("a loss scale too large skips steps, halving until the gradients fit", "[ch14]") {
   const TrainingConfig cfg = small_config(14);
   const auto data = make_dataset("synthetic", cfg.seed);
