@@ -63,7 +63,7 @@ enum class Keep {
 // FLOPs are counted here, since the maker is not an op.
 Tensor probs_from(const AttentionProbs& make_probs, const Tensor& q4, const Tensor& k4) {
   const std::int64_t B = q4.dim(0), T = q4.dim(1), H = q4.dim(2), D = q4.dim(3);
-  Tensor p32 = Tensor::empty({B, H, T, T}, DType::f32, MemCategory::Temporary);
+  Tensor p32 = Tensor::empty({B, H, T, T}, DType::f32, MemCategory::Temporary, q4.device());
   make_probs(q4, k4, p32);
   ops::add_flops(2 * B * H * T * T * D);
   return p32;
@@ -71,9 +71,14 @@ Tensor probs_from(const AttentionProbs& make_probs, const Tensor& q4, const Tens
 
 // p32 stored as `dtype` (rounded to nearest even) in a tensor of `category`: what a layer keeps.
 Tensor stored_as(const Tensor& p32, DType dtype, MemCategory category) {
-  Tensor p = Tensor::empty(p32.shape(), dtype, category);
-  convert_from_float(p32.data<float>(), dtype, p.raw(), static_cast<std::size_t>(p.numel()));
+  Tensor p = Tensor::empty(p32.shape(), dtype, category, p32.device());
+  ops::convert(p32, p);
   return p;
+}
+
+// t on `device`: itself, or a copy (a Temporary) when it lives elsewhere. Undefined stays undefined.
+Tensor on_device(const Tensor& t, Device device) {
+  return !t.defined() || t.device() == device ? t : t.to(device, MemCategory::Temporary);
 }
 
 std::int64_t activation_bytes_now() { return MemoryTracker::instance().current()[MemCategory::Activation]; }
@@ -162,7 +167,8 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
   // Kept tensors are Activations; the rest are Temporaries freed when this function returns.
   const bool keep_all = keep == Keep::everything || keep == Keep::no_probs;
   const MemCategory cat = keep_all ? MemCategory::Activation : MemCategory::Temporary;
-  auto make = [&](Shape shape, DType dt = DType::f32) { return Tensor::empty(shape, dt, cat); };
+  const Device dev = x.device();  // the parameters' device: every activation lives there too
+  auto make = [&](Shape shape, DType dt = DType::f32) { return Tensor::empty(shape, dt, cat, dev); };
 
   Tensor h1 = make({n, C}, adt), rstd1 = make({n});
   ops::rmsnorm_forward(x, P.param(ip.input_norm), h1, rstd1, eps);
@@ -188,7 +194,7 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
     ops::attention_forward_from_probs(p32, v4, a4);
     if (keep == Keep::everything) probs = stored_as(p32, adt, MemCategory::Activation);
   } else {
-    if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, adt, MemCategory::Activation);
+    if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, adt, MemCategory::Activation, dev);
     ops::attention_forward(q4, k4, v4, a4, probs);
   }
   if (cp && !keep_all) probs = Tensor();
@@ -198,7 +204,7 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
   // x2 = x + a·Woᵀ ; h2 = rmsnorm(x2)
   Tensor h2 = make({n, C}, adt), rstd2 = make({n});
   rn.forward(x2, x, P.param(ip.post_norm), h2, rstd2, eps);
-  Tensor y = Tensor::empty({n, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation);
+  Tensor y = Tensor::empty({n, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation, dev);
   Tensor g, u, z;
   if (c.is_moe()) {
     // The mixture of experts (moe.hpp): y = Σ over the token's kept experts of weight · expert(h2).
@@ -235,7 +241,9 @@ void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, Expe
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(P, layer);
   const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
-  auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };
+  auto tmp = [dev = dy.device()](Shape shape) {
+    return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev);
+  };
   auto ready = [&](int i) { if (hooks.grad_ready) hooks.grad_ready(i); };
 
   // y = x2 + mlp(h2)
@@ -334,9 +342,9 @@ Tensor forward_head(const ParamStore& P, TensorParallel& tp, const Tensor& x, st
   const ModelConfig& c = P.config();
   const std::int64_t n = x.dim(0), C = c.hidden, V = P.infos()[static_cast<std::size_t>(head_weight_index(P))].shape[0];
   const MemCategory cat = keep ? MemCategory::Activation : MemCategory::Temporary;
-  Tensor hf = Tensor::empty({n, C}, adt, cat), rstdf = Tensor::empty({n}, DType::f32, cat);
+  Tensor hf = Tensor::empty({n, C}, adt, cat, x.device()), rstdf = Tensor::empty({n}, DType::f32, cat, x.device());
   ops::rmsnorm_forward(x, P.param(final_norm_index(P)), hf, rstdf, static_cast<float>(c.norm_eps));
-  Tensor logits = Tensor::empty({N, V}, adt, cat);
+  Tensor logits = Tensor::empty({N, V}, adt, cat, x.device());
   {
     std::vector<Tensor> out = {logits};
     tp.column_forward(hf, {P.param(head_weight_index(P))}, out);
@@ -380,6 +388,8 @@ Model::Model(ParamStore& params, ModelOptions options)
       options_.activation_dtype != DType::f16)
     throw UsageError(std::string("activation dtype must be f32, bf16 or f16, got ") +
                      dtype_name(options_.activation_dtype));
+  if (params_.device().is_cuda() && config().is_moe())
+    throw UsageError("a mixture-of-experts model runs on the CPU only: its routing has no CUDA path yet");
   const int units = params_.num_units(), last = last_unit();
   if (options_.stage.first_unit < 0 || options_.stage.first_unit > last || last >= units)
     throw UsageError("a pipeline stage holds units " + std::to_string(options_.stage.first_unit) + ".." +
@@ -440,6 +450,7 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   if (in.seq > c.max_seq)
     throw UsageError("sequence length " + std::to_string(in.seq) + " exceeds the model's max_seq " +
                      std::to_string(c.max_seq));
+  const Device dev = params_.device();
   Impl::Pass& m = impl_->passes[id];
   // A forward that fails half-way keeps nothing: the micro-batch can be run again.
   struct DropOnThrow {
@@ -452,8 +463,9 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   m.layers.resize(static_cast<std::size_t>(c.layers));
   m.B = in.batch;
   m.T = in.seq;
-  m.inputs = in.tokens;
-  m.targets = in.targets;
+  // The tokens and targets on the parameters' device (a batch is made on the host).
+  m.inputs = on_device(in.tokens, dev);
+  m.targets = on_device(in.targets, dev);
   const DType adt = options_.activation_dtype;
   const int units = params_.num_units();
   saved_bytes_.assign(static_cast<std::size_t>(units), 0);
@@ -472,8 +484,8 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   Tensor x = in.x.defined() ? in.x.reshape({n, c.hidden}) : Tensor();
   if (first == 0) {
     const std::int64_t b0 = before(0);
-    x = Tensor::empty({n, c.hidden}, adt, MemCategory::Activation);
-    tp_->embedding_forward(in.tokens.reshape({N}), params_.param(0), x);
+    x = Tensor::empty({n, c.hidden}, adt, MemCategory::Activation, dev);
+    tp_->embedding_forward(m.inputs.reshape({N}), params_.param(0), x);
     after(0, b0);
   }
 
@@ -496,7 +508,7 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   if (last == head_unit) {
     const std::int64_t b0 = before(head_unit);
     forward_head(params_, *tp_, x, N, adt, /*keep=*/true, m.head);
-    loss = tp_->loss_forward(m.head.logits, in.targets.reshape({N}), m.head.loss_state);
+    loss = tp_->loss_forward(m.head.logits, m.targets.reshape({N}), m.head.loss_state);
     saved_bytes_[static_cast<std::size_t>(head_unit)] = m.head.bytes();
     after(head_unit, b0);
   } else {
@@ -525,17 +537,18 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
 
   // The residual stream's gradient [n, C] f32, carried down through the layers in place: from the
   // loss on the last stage, from the next stage's dy elsewhere.
-  Tensor dx = Tensor::zeros({n, c.hidden}, DType::f32, MemCategory::Temporary);
+  const Device dev = params_.device();
+  Tensor dx = Tensor::zeros({n, c.hidden}, DType::f32, MemCategory::Temporary, dev);
   if (last == head_unit) {
     // head: loss -> logits -> final norm
     if (hooks_.before_backward) hooks_.before_backward(head_unit);
     const Tensor targets = m.targets.reshape({N});
     HeadSaved& h = m.head;
-    Tensor dlogits = Tensor::empty(h.logits.shape(), DType::f32, MemCategory::Temporary);
+    Tensor dlogits = Tensor::empty(h.logits.shape(), DType::f32, MemCategory::Temporary, dev);
     tp_->loss_backward(h.logits, targets, h.loss_state, dlogits, loss_scale);
     h.logits = Tensor();
     h.loss_state = Tensor();
-    Tensor dhf = Tensor::empty({n, c.hidden}, DType::f32, MemCategory::Temporary);
+    Tensor dhf = Tensor::empty({n, c.hidden}, DType::f32, MemCategory::Temporary, dev);
     const int wi = head_weight_index(params_);
     {
       std::vector<Tensor> dW = {params_.grad(wi)};
@@ -609,8 +622,10 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   check_batch(c, inputs, targets);
   const std::int64_t B = inputs.dim(0), T = inputs.dim(1), N = B * T;
   const DType adt = options_.activation_dtype;
-  Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary);
-  tp_->embedding_forward(inputs.reshape({N}), params_.param(0), x);
+  const Device dev = params_.device();
+  const Tensor tokens = on_device(inputs, dev), labels = on_device(targets, dev);
+  Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
+  tp_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
   LayerSaved unused;
   aux_loss_ = 0;
   routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
@@ -625,7 +640,7 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   HeadSaved head;
   Tensor logits = forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
   Tensor unused_state;
-  return tp_->loss_forward(logits, targets.reshape({N}), unused_state);
+  return tp_->loss_forward(logits, labels.reshape({N}), unused_state);
 }
 
 const Tensor& Model::logits() const {

@@ -105,6 +105,7 @@ class ParamStore {
 
   const ModelConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
+  Device device() const { return device_; }  // where the parameters (and the model's activations) live
   const std::vector<ParamInfo>& infos() const { return infos_; }
   std::int64_t numel() const { return numel_; }
   int index(const std::string& name) const;  // throws Error for an unknown name

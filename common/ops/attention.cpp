@@ -21,6 +21,10 @@
 #include "common/ops/float_args.hpp"
 #include "common/ops/gemm.hpp"
 #include "common/ops/ops.hpp"
+
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
 #include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
@@ -97,13 +101,19 @@ bool check_probs(const char* op, const Tensor& probs, const Dims& dm) {
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& probs) {
   const char* op = "attention_forward";
-  require_cpu(op, {&q, &k, &v, &out, &probs});
   const Dims dm = check_qkv(op, q, k, v);
   check_float(op, "out", out);
   check_shape(op, "out", out, q.shape());
   const bool probs_f32 = check_probs(op, probs, dm);
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
   const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&q, &k, &v, &out, &probs})) {
+    cuda_path::attention_forward(q, k, v, out, probs);
+    add_flops(4 * dm.b * dm.h * T * T * D);
+    return;
+  }
+#endif
 
   FloatIn qf(q), kf(k), vf(v);
   FloatOut of(out, false);
@@ -135,7 +145,6 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
 
 void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& out) {
   const char* op = "attention_forward_from_probs";
-  require_cpu(op, {&probs, &v, &out});
   check_float(op, "v", v);
   check_float(op, "out", out);
   USP_CHECK(probs.dtype() == DType::f32 && probs.ndim() == 4 && probs.dim(2) == probs.dim(3),
@@ -147,6 +156,13 @@ void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& 
                 shape_str(probs.shape()) + " (expected [B, T, G, D] with G dividing H)");
   check_shape(op, "out", out, {dm.b, dm.t, dm.h, dm.d});
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&probs, &v, &out})) {
+    cuda_path::attention_forward_from_probs(probs, v, out);
+    add_flops(2 * dm.b * dm.h * T * T * D);
+    return;
+  }
+#endif
   FloatIn vf(v);
   FloatOut of(out, false);
   for (std::int64_t bi = 0; bi < dm.b; ++bi)
@@ -164,7 +180,6 @@ void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& 
 void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& probs, Tensor& dq, Tensor& dk, Tensor& dv) {
   const char* op = "attention_backward";
-  require_cpu(op, {&dout, &q, &k, &v, &probs, &dq, &dk, &dv});
   const Dims dm = check_qkv(op, q, k, v);
   check_float(op, "dout", dout);
   check_shape(op, "dout", dout, q.shape());
@@ -177,6 +192,13 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
   const bool probs_f32 = check_probs(op, probs, dm);
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
   const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&dout, &q, &k, &v, &probs, &dq, &dk, &dv})) {
+    cuda_path::attention_backward(dout, q, k, v, probs, dq, dk, dv);
+    add_flops((probs.defined() ? 8 : 10) * dm.b * dm.h * T * T * D);
+    return;
+  }
+#endif
 
   FloatIn dof(dout), qf(q), kf(k), vf(v);
   FloatOut dqf(dq, false), dkf(dk, false), dvf(dv, false);

@@ -11,6 +11,10 @@
 
 #include "common/ops/float_args.hpp"
 #include "common/ops/ops.hpp"
+
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
 #include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
@@ -27,7 +31,8 @@ void check_args(const char* op, const Tensor& logits, const Tensor& targets) {
             std::string("ops::") + op + ": logits is " + shape_str(logits.shape()) + ", expected [N, V] with N, V >= 1");
   const std::int64_t n = logits.dim(0), v = logits.dim(1);
   check_numel(op, "targets", targets, n);
-  const std::int32_t* tg = targets.data<std::int32_t>();
+  const Tensor host_targets = on_host(targets);
+  const std::int32_t* tg = host_targets.data<std::int32_t>();
   for (std::int64_t i = 0; i < n; ++i)
     if (tg[i] < 0 || tg[i] >= v)
       throw Error(std::string("ops::") + op + ": target " + std::to_string(tg[i]) + " at row " +
@@ -58,8 +63,10 @@ USP_SIMD_CLONES void scaled_softmax_row(const float* x, float* d, float k, std::
 
 double cross_entropy_forward(const Tensor& logits, const Tensor& targets) {
   const char* op = "cross_entropy_forward";
-  require_cpu(op, {&logits, &targets});
   check_args(op, logits, targets);
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&logits, &targets})) return cuda_path::cross_entropy_forward(logits, targets);
+#endif
   const std::int64_t n = logits.dim(0), v = logits.dim(1);
   FloatIn lf(logits);
   const float* lp = lf.data();
@@ -76,10 +83,15 @@ double cross_entropy_forward(const Tensor& logits, const Tensor& targets) {
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, Tensor& dlogits, float scale) {
   const char* op = "cross_entropy_backward";
-  require_cpu(op, {&logits, &targets, &dlogits});
   check_args(op, logits, targets);
   check_float(op, "dlogits", dlogits);
   check_shape(op, "dlogits", dlogits, logits.shape());
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&logits, &targets, &dlogits})) {
+    cuda_path::cross_entropy_backward(logits, targets, dlogits, scale);
+    return;
+  }
+#endif
   const std::int64_t n = logits.dim(0), v = logits.dim(1);
   FloatIn lf(logits);
   FloatOut df(dlogits, false);

@@ -9,6 +9,10 @@
 #include "common/ops/float_args.hpp"
 #include "common/ops/ops.hpp"
 
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
+
 namespace usp::ops {
 
 using namespace detail;
@@ -21,23 +25,28 @@ void check_tokens(const char* op, const std::int32_t* tok, std::int64_t n, std::
                   std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
 }
 
-// tokens [N] i32 in [0, V), table [V, C] and rows [N, C] of float dtypes, all on the CPU.
+// tokens [N] i32 in [0, V), table [V, C] and rows [N, C] of float dtypes.
 void check_lookup(const char* op, const Tensor& tokens, const char* table_name, const Tensor& table,
                   const char* rows_name, const Tensor& rows) {
-  require_cpu(op, {&tokens, &table, &rows});
   check_i32(op, "tokens", tokens);
   check_float(op, table_name, table);
   check_float(op, rows_name, rows);
   USP_CHECK(table.ndim() == 2, std::string("ops::") + op + ": " + table_name + " is " + shape_str(table.shape()) +
                                    ", expected [V, C]");
   check_rows(op, rows_name, rows, tokens.numel(), table.dim(1));
-  check_tokens(op, tokens.data<std::int32_t>(), tokens.numel(), table.dim(0));
+  check_tokens(op, on_host(tokens).data<std::int32_t>(), tokens.numel(), table.dim(0));
 }
 }  // namespace
 
 void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) {
   const char* op = "embedding_forward";
   check_lookup(op, tokens, "table", table, "out", out);
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&tokens, &table, &out})) {
+    cuda_path::embedding_forward(tokens, table, out);
+    return;
+  }
+#endif
   const std::int64_t c = table.dim(1), n = tokens.numel();
   const std::int32_t* tok = tokens.data<std::int32_t>();
 
@@ -63,6 +72,12 @@ void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) {
 void embedding_backward(const Tensor& tokens, const Tensor& dout, Tensor& dtable) {
   const char* op = "embedding_backward";
   check_lookup(op, tokens, "dtable", dtable, "dout", dout);
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&tokens, &dout, &dtable})) {
+    cuda_path::embedding_backward(tokens, dout, dtable);
+    return;
+  }
+#endif
   const std::int64_t c = dtable.dim(1), n = tokens.numel();
   const std::int32_t* tok = tokens.data<std::int32_t>();
 

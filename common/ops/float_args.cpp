@@ -1,7 +1,11 @@
-// The CPU ops' argument checks and the f32/bf16 adaptor (see float_args.hpp).
+// The ops' argument checks and the f32/bf16/f16 adaptor (see float_args.hpp).
 #include "common/ops/float_args.hpp"
 
 #include <string>
+
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/op_kernels.hpp"
+#endif
 
 namespace usp::ops::detail {
 
@@ -9,12 +13,41 @@ namespace {
 std::string describe(const Tensor& t) {
   return shape_str(t.shape()) + " " + dtype_name(t.dtype());
 }
+
 }  // namespace
+
+void widen_to_f32(const Tensor& t, float* dst) {
+#if defined(USP_HAVE_CUDA)
+  if (t.device().is_cuda()) return cuda_kernels::widen(t.dtype(), t.raw(), dst, t.numel());
+#endif
+  convert_to_float(t.dtype(), t.raw(), dst, static_cast<std::size_t>(t.numel()));
+}
+
+void round_from_f32(const float* src, const Tensor& t) {
+#if defined(USP_HAVE_CUDA)
+  if (t.device().is_cuda()) return cuda_kernels::narrow(src, t.dtype(), t.raw(), t.numel());
+#endif
+  convert_from_float(src, t.dtype(), t.raw(), static_cast<std::size_t>(t.numel()));
+}
+
+bool on_cuda(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    if (!first) {
+      first = t;
+    } else if (!(t->device() == first->device())) {
+      throw Error(std::string("ops::") + op + ": arguments on different devices (" + first->device().str() +
+                  " and " + t->device().str() + ")");
+    }
+  }
+  return first && first->device().is_cuda();
+}
 
 void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
   for (const Tensor* t : tensors)
     if (t->defined() && t->device().is_cuda())
-      throw NotImplemented(std::string("ops::") + op + ": the CUDA model path is not implemented yet");
+      throw NotImplemented(std::string("ops::") + op + ": no CUDA implementation yet");
 }
 
 void check_float(const char* op, const char* name, const Tensor& t) {
@@ -45,13 +78,17 @@ void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t
                                 ", expected " + std::to_string(n) + " elements");
 }
 
+Tensor on_host(const Tensor& t) {
+  return t.device().is_cpu() ? t : t.to(Device::cpu(), MemCategory::Temporary);
+}
+
 FloatIn::FloatIn(const Tensor& t) {
   if (t.dtype() == DType::f32) {
     data_ = t.data<float>();
     return;
   }
-  widened_ = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary);
-  convert_to_float(t.dtype(), t.raw(), widened_.data<float>(), static_cast<std::size_t>(t.numel()));
+  widened_ = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary, t.device());
+  widen_to_f32(t, widened_.data<float>());
   data_ = widened_.data<float>();
 }
 
@@ -60,14 +97,14 @@ FloatOut::FloatOut(Tensor& t, bool load) : target_(t) {
     data_ = t.data<float>();
     return;
   }
-  widened_ = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary);
+  widened_ = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary, t.device());
   data_ = widened_.data<float>();
-  if (load) convert_to_float(t.dtype(), t.raw(), data_, static_cast<std::size_t>(t.numel()));
+  if (load) widen_to_f32(t, data_);
 }
 
 void FloatOut::store() {
   if (!widened_.defined()) return;
-  convert_from_float(data_, target_.dtype(), target_.raw(), static_cast<std::size_t>(target_.numel()));
+  round_from_f32(data_, target_);
 }
 
 }  // namespace usp::ops::detail

@@ -1,11 +1,13 @@
-// How the CPU ops see their tensor arguments (internal to common/ops/).
+// How the ops see their tensor arguments (internal to common/ops/).
 //
-//   require_cpu    the device dispatch: CUDA tensors throw NotImplemented until the CUDA model
-//                  path lands.
+//   on_cuda        the device dispatch: true when the op's tensors live on a CUDA device (then
+//                  the op calls its CUDA twin in common/ops/cuda/), false on the CPU; arguments
+//                  on different devices throw usp::Error
+//   require_cpu    for the ops without a CUDA twin yet: CUDA tensors throw NotImplemented
 //   check_*        dtype and shape checks; a mismatch throws usp::Error naming the op, the
 //                  argument and the shapes.
 //   FloatIn        a float argument read as f32: an f32 tensor's own memory (no copy), or a
-//                  bf16 tensor widened into a Temporary.
+//                  bf16 / f16 tensor widened into a Temporary on the tensor's device.
 //   FloatOut       a float argument written as f32: an f32 tensor's own memory, or a Temporary
 //                  that store() rounds back into the bf16 tensor (to nearest even). With
 //                  load = true the Temporary starts from the tensor's values (accumulating or
@@ -18,8 +20,12 @@
 
 namespace usp::ops::detail {
 
-// Throws NotImplemented("ops::<op>: the CUDA model path is not implemented yet") when any
-// defined tensor lives on a CUDA device.
+// True when the defined tensors live on a CUDA device, false when on the CPU (or none is
+// defined); Error naming the op and both devices when they are not all on the same one.
+bool on_cuda(const char* op, std::initializer_list<const Tensor*> tensors);
+
+// Throws NotImplemented("ops::<op>: no CUDA implementation yet") when any defined tensor lives
+// on a CUDA device.
 void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 
 // t is f32, bf16 or f16 (the float dtypes the ops compute with, in fp32).
@@ -32,6 +38,15 @@ void check_shape(const char* op, const char* name, const Tensor& t, const Shape&
 void check_rows(const char* op, const char* name, const Tensor& t, std::int64_t rows, std::int64_t cols);
 // t has exactly n elements (any shape).
 void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t n);
+
+// All of t's narrow (bf16 / f16) values widened to f32 at dst, on t's device; and n = t.numel()
+// f32 values at src rounded to nearest even into t (the two halves of FloatIn / FloatOut).
+void widen_to_f32(const Tensor& t, float* dst);
+void round_from_f32(const float* src, const Tensor& t);
+
+// t itself when it lives on the CPU, else a host copy (a Temporary): for the few checks that read
+// values (tokens, targets, positions) before a CUDA op runs.
+Tensor on_host(const Tensor& t);
 
 class FloatIn {
  public:

@@ -7,13 +7,16 @@
 #include "common/ops/gemm.hpp"
 #include "common/ops/ops.hpp"
 
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
+
 namespace usp::ops {
 
 using namespace detail;
 
 void matmul_forward(const Tensor& x, const Tensor& w, Tensor& y) {
   const char* op = "matmul_forward";
-  require_cpu(op, {&x, &w, &y});
   check_float(op, "x", x);
   check_float(op, "w", w);
   check_float(op, "y", y);
@@ -24,6 +27,13 @@ void matmul_forward(const Tensor& x, const Tensor& w, Tensor& y) {
   const std::int64_t n = x.numel() / in;
   check_rows(op, "y", y, n, out);
 
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&x, &w, &y})) {
+    cuda_path::matmul_forward(x, w, y, n, out, in);
+    add_flops(2 * n * out * in);
+    return;
+  }
+#endif
   FloatIn xf(x), wf(w);
   FloatOut yf(y, false);
   sgemm(false, true, n, out, in, 1.0f, xf.data(), in, wf.data(), in, 0.0f, yf.data(), out);
@@ -34,7 +44,6 @@ void matmul_forward(const Tensor& x, const Tensor& w, Tensor& y) {
 void matmul_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
                      bool accumulate_dx) {
   const char* op = "matmul_backward";
-  require_cpu(op, {&dy, &x, &w, &dx, &dw});
   check_float(op, "dy", dy);
   check_float(op, "x", x);
   check_float(op, "w", w);
@@ -53,6 +62,13 @@ void matmul_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor&
     check_shape(op, "dw", dw, w.shape());
   }
 
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&dy, &x, &w, &dx, &dw})) {
+    cuda_path::matmul_backward(dy, x, w, dx, dw, accumulate_dx, n, out, in);
+    add_flops((dx.defined() ? 2 : 0) * n * out * in + (dw.defined() ? 2 : 0) * n * out * in);
+    return;
+  }
+#endif
   FloatIn dyf(dy);
   if (dx.defined()) {
     FloatIn wf(w);

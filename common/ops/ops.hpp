@@ -1,9 +1,10 @@
 // The model's operators, forward and backward, on tensors. Shapes are in the comments:
 //   N = rows (batch·sequence tokens), B = batch, T = sequence, H = heads, G = kv heads,
 //   D = head dim, C = hidden, F = ffn, V = vocab.
-// Every op dispatches on the tensors' device: the CPU implementations are in ops/*.cpp
-// (OpenBLAS sgemm for matmuls, plain loops elsewhere; one thread per rank); CUDA tensors throw
-// NotImplemented until the CUDA model path lands. Float arguments may be f32, bf16 or f16: the op
+// Every op dispatches on the tensors' device (all of an op's tensors on the same one): the CPU
+// implementations are in ops/*.cpp (OpenBLAS sgemm for matmuls, plain loops elsewhere; one
+// thread per rank), their CUDA twins in ops/cuda/ (cuBLAS for the matmuls, one kernel per op
+// over the host-device bodies of ops/cuda/op_bodies.hpp). attention_block_* is CPU only for now. Float arguments may be f32, bf16 or f16: the op
 // computes in fp32 (bf16 inputs widened, outputs rounded to nearest even). Integer arguments
 // are i32. Scratch space goes through the memory tracker as Temporary.
 //
@@ -104,6 +105,9 @@ void swiglu_backward(const Tensor& dz, const Tensor& g, const Tensor& u, Tensor&
 // ---- element-wise ------------------------------------------------------------------------------
 void add_inplace(Tensor& y, const Tensor& x);  // y += x (same numel)
 void scale_inplace(Tensor& y, float s);        // y *= s
+// dst = src in dst's float dtype (same numel, same device): widened exactly, or rounded to
+// nearest even.
+void convert(const Tensor& src, Tensor& dst);
 
 // ---- cross-entropy over the vocabulary ------------------------------------------------------
 // logits [N, V], targets [N] i32 -> mean over the N rows of -log softmax(logits)[target]

@@ -9,6 +9,10 @@
 
 #include "common/ops/float_args.hpp"
 #include "common/ops/ops.hpp"
+
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
 #include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
@@ -17,7 +21,6 @@ using namespace detail;
 
 void rmsnorm_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& rstd, float eps) {
   const char* op = "rmsnorm_forward";
-  require_cpu(op, {&x, &w, &y, &rstd});
   check_float(op, "x", x);
   check_float(op, "w", w);
   check_float(op, "y", y);
@@ -30,6 +33,12 @@ void rmsnorm_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& rstd, 
   USP_CHECK(rstd.defined() && rstd.dtype() == DType::f32,
             std::string("ops::rmsnorm_forward: rstd must be a defined f32 tensor"));
   check_numel(op, "rstd", rstd, n);
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&x, &w, &y, &rstd})) {
+    cuda_path::rmsnorm_forward(x, w, y, rstd, eps);
+    return;
+  }
+#endif
 
   FloatIn xf(x), wf(w);
   FloatOut yf(y, false);
@@ -51,7 +60,6 @@ void rmsnorm_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& rstd, 
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
                       Tensor& dx_acc, Tensor& dw) {
   const char* op = "rmsnorm_backward";
-  require_cpu(op, {&dy, &x, &w, &rstd, &dx_acc, &dw});
   check_float(op, "dy", dy);
   check_float(op, "x", x);
   check_float(op, "w", w);
@@ -68,6 +76,12 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
   USP_CHECK(rstd.defined() && rstd.dtype() == DType::f32,
             std::string("ops::rmsnorm_backward: rstd must be a defined f32 tensor"));
   check_numel(op, "rstd", rstd, n);
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&dy, &x, &w, &rstd, &dx_acc, &dw})) {
+    cuda_path::rmsnorm_backward(dy, x, w, rstd, dx_acc, dw);
+    return;
+  }
+#endif
 
   FloatIn dyf(dy), xf(x), wf(w);
   FloatOut dxf(dx_acc, true), dwf(dw, true);

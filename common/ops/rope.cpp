@@ -10,6 +10,10 @@
 #include "common/ops/float_args.hpp"
 #include "common/ops/ops.hpp"
 
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
+
 namespace usp::ops {
 
 using namespace detail;
@@ -17,17 +21,18 @@ using namespace detail;
 namespace {
 
 void rope_apply(const char* op, Tensor& x, double theta, const Tensor& positions, bool inverse) {
-  require_cpu(op, {&x});
   check_float(op, "x", x);
   USP_CHECK(x.ndim() == 4 && x.dim(3) % 2 == 0 && x.dim(3) > 0,
             std::string("ops::") + op + ": x is " + shape_str(x.shape()) + ", expected [B, T, H, D] with D even");
   USP_CHECK(theta > 0, std::string("ops::") + op + ": theta must be positive, got " + std::to_string(theta));
   const std::int64_t b = x.dim(0), t = x.dim(1), h = x.dim(2), d = x.dim(3), half = d / 2;
   const std::int32_t* pos = nullptr;
+  Tensor host_positions;
   if (positions.defined()) {
     check_i32(op, "positions", positions);
     check_numel(op, "positions", positions, t);
-    pos = positions.data<std::int32_t>();
+    host_positions = on_host(positions);
+    pos = host_positions.data<std::int32_t>();
     for (std::int64_t p = 0; p < t; ++p)
       USP_CHECK(pos[p] >= 0, std::string("ops::") + op + ": position " + std::to_string(pos[p]) + " at index " +
                                  std::to_string(p) + " is negative");
@@ -45,6 +50,9 @@ void rope_apply(const char* op, Tensor& x, double theta, const Tensor& positions
       sin_t[p * half + i] = static_cast<float>(std::sin(angle));
     }
   }
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&x, &positions})) return cuda_path::rope(x, table, inverse);
+#endif
   // The transpose of a rotation by +angle is the rotation by -angle.
   const float sign = inverse ? -1.0f : 1.0f;
 

@@ -7,6 +7,10 @@
 
 #include "common/ops/float_args.hpp"
 #include "common/ops/ops.hpp"
+
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
 #include "common/ops/simd_math.hpp"
 
 namespace usp::ops {
@@ -36,12 +40,17 @@ USP_SIMD_CLONES void swiglu_backward_loop(const float* dz, const float* g, const
 
 void swiglu_forward(const Tensor& g, const Tensor& u, Tensor& z) {
   const char* op = "swiglu_forward";
-  require_cpu(op, {&g, &u, &z});
   check_float(op, "g", g);
   check_float(op, "u", u);
   check_float(op, "z", z);
   check_shape(op, "u", u, g.shape());
   check_shape(op, "z", z, g.shape());
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&g, &u, &z})) {
+    cuda_path::swiglu_forward(g, u, z);
+    return;
+  }
+#endif
 
   FloatIn gf(g), uf(u);
   FloatOut zf(z, false);
@@ -51,12 +60,17 @@ void swiglu_forward(const Tensor& g, const Tensor& u, Tensor& z) {
 
 void swiglu_backward(const Tensor& dz, const Tensor& g, const Tensor& u, Tensor& dg, Tensor& du) {
   const char* op = "swiglu_backward";
-  require_cpu(op, {&dz, &g, &u, &dg, &du});
   for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"dz", &dz}, {"g", &g}, {"u", &u},
                                 {"dg", &dg}, {"du", &du}}) {
     check_float(op, name, *t);
     check_shape(op, name, *t, g.shape());
   }
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&dz, &g, &u, &dg, &du})) {
+    cuda_path::swiglu_backward(dz, g, u, dg, du);
+    return;
+  }
+#endif
 
   FloatIn dzf(dz), gf(g), uf(u);
   FloatOut dgf(dg, false), duf(du, false);

@@ -8,6 +8,10 @@
 
 #include "common/dtype.hpp"
 
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/op_kernels.hpp"
+#endif
+
 namespace usp {
 
 AdamW::AdamW(const ParamStore& params, AdamWConfig config, std::int64_t begin, std::int64_t end)
@@ -32,7 +36,14 @@ AdamW::AdamW(const std::vector<ParamInfo>& infos, AdamWConfig config, std::int64
     USP_CHECK(values.numel() == n, "AdamW: the range's values hold " + std::to_string(values.numel()) +
                                        " elements, expected " + std::to_string(n));
     master_ = Tensor::empty({n}, DType::f32, MemCategory::OptimizerState, device);
-    if (n > 0) convert_to_float(values.dtype(), values.raw(), master_.data<float>(), static_cast<std::size_t>(n));
+    if (n > 0) {
+#if defined(USP_HAVE_CUDA)
+      if (device.is_cuda())
+        ops::cuda_kernels::widen(values.dtype(), values.raw(), master_.data<float>(), n);
+      else
+#endif
+        convert_to_float(values.dtype(), values.raw(), master_.data<float>(), static_cast<std::size_t>(n));
+    }
   }
   for (const ParamInfo& p : infos) {
     if (p.is_norm) continue;
@@ -51,7 +62,9 @@ void AdamW::step_range(Tensor params_range, const Tensor& grads_range) {
   USP_CHECK(params_range.numel() == n && grads_range.numel() == n,
             "AdamW::step_range: expected " + std::to_string(n) + " elements, got params " +
                 std::to_string(params_range.numel()) + " and grads " + std::to_string(grads_range.numel()));
-  USP_CHECK(params_range.device().is_cpu(), "AdamW: the CUDA optimizer path is not implemented yet");
+  USP_CHECK(params_range.device() == m_.device() && grads_range.device() == m_.device(),
+            "AdamW::step_range: parameters on " + params_range.device().str() + ", gradients on " +
+                grads_range.device().str() + ", optimizer states on " + m_.device().str());
   ++t_;
   const float lr = static_cast<float>(config_.lr), b1 = static_cast<float>(config_.beta1),
               b2 = static_cast<float>(config_.beta2), eps = static_cast<float>(config_.eps);
@@ -67,6 +80,17 @@ void AdamW::step_range(Tensor params_range, const Tensor& grads_range) {
   float* m = m_.data<float>();
   float* v = v_.data<float>();
 
+#if defined(USP_HAVE_CUDA)
+  if (params_range.device().is_cuda()) {
+    // The same two passes as below, as kernels: the decay over the decayed ranges, then the
+    // step (op_bodies.hpp's adamw), which widens narrow gradients as it reads them.
+    for (const auto& [lo, hi] : decayed_) ops::cuda_kernels::scale(decay, w + lo, hi - lo);
+    ops::cuda_kernels::adamw({b1, b2, eps, step_size, bc2_sqrt}, grads_range.dtype(), grads_range.raw(), w,
+                             m_.data<float>(), v_.data<float>(), n);
+    if (narrow) ops::cuda_kernels::narrow(w, params_range.dtype(), params_range.raw(), n);
+    return;
+  }
+#endif
   for (const auto& [lo, hi] : decayed_)
     for (std::int64_t i = lo; i < hi; ++i) w[i] *= decay;
   // Narrow gradients are widened a block at a time on the stack, so the step allocates nothing:

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "common/cuda/block_reduce.cuh"
 #include "common/cuda/cuda_check.hpp"
 #include "common/error.hpp"
 #include "kernels/fused/fused_cuda.hpp"
@@ -20,20 +21,7 @@ void check_launch() { USP_CUDA_CHECK(cudaGetLastError()); }
 
 // Sum (or max) of one value per thread over the block; every thread gets the result.
 template <bool kMax>
-__device__ float block_reduce(float v) {
-  __shared__ float partial[kThreads / 32];
-  for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = kMax ? fmaxf(v, other) : v + other;
-  }
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads();  // partial may still be read by a previous reduction
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  v = partial[0];
-  for (int w = 1; w < kThreads / 32; ++w) v = kMax ? fmaxf(v, partial[w]) : v + partial[w];
-  return v;
-}
+__device__ float block_reduce(float v) { return cuda::block_reduce<kThreads, kMax>(v); }
 
 __global__ void residual_rmsnorm_forward_kernel(const float* x, const float* r, const float* w, float eps,
                                                 std::int64_t C, float* x2, float* h, float* rstd) {

@@ -55,19 +55,6 @@ TEST_CASE("wrong shapes and dtypes throw usp::Error naming them", "[ops][checks]
   CHECK_THROWS_WITH(ops::embedding_forward(tokens_f32, table, emb), Catch::Contains("expected i32"));
 }
 
-TEST_CASE("CUDA tensors are not implemented yet", "[ops][checks][gpu]") {
-  if (cuda_device_count() == 0) {
-    SUCCEED("no CUDA device: nothing to dispatch to");
-    return;
-  }
-  Tensor x = Tensor::zeros({2, 3}, DType::f32, MemCategory::Activation, Device::cuda());
-  Tensor w = Tensor::zeros({4, 3}, DType::f32, MemCategory::Activation, Device::cuda());
-  Tensor y = Tensor::zeros({2, 4}, DType::f32, MemCategory::Activation, Device::cuda());
-  CHECK_THROWS_WITH(ops::matmul_forward(x, w, y),
-                    "ops::matmul_forward: the CUDA model path is not implemented yet");
-  CHECK_THROWS_AS(ops::scale_inplace(y, 2.0f), NotImplemented);
-}
-
 TEST_CASE("f32 arguments are used in place; scratch is what each op documents, then freed", "[ops][checks]") {
   const std::int64_t n = 6, c = 8, b = 2, t = 5, h = 4, g = 2, d = 4;
   Tensor x = act({n, c}, 21), w = act({c, c}, 22), y = act({n, c}, 23), dx = act({n, c}, 24),

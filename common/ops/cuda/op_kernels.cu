@@ -1,0 +1,225 @@
+// The CUDA ops' kernels: each thread finds its index and calls its body (op_bodies.hpp).
+//   element kernels   a 1-d grid of 256-thread blocks, one thread per element
+//   column kernels    one thread per column
+//   row kernels       one block of kRowThreads threads per row, partials reduced in the block
+//                     (warp shuffles, then one value per warp through shared memory)
+#include "common/ops/cuda/op_kernels.hpp"
+
+#include <cuda_runtime.h>
+
+#include "common/cuda/block_reduce.cuh"
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/streams.hpp"
+#include "common/float_formats.hpp"
+
+namespace usp::ops::cuda_kernels {
+
+namespace body = cuda_body;
+
+namespace {
+
+constexpr int kThreads = 256;     // element and column kernels
+constexpr int kRowThreads = 256;  // row kernels: a multiple of 32
+
+unsigned blocks_for(i64 n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+__device__ i64 global_index() { return static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; }
+
+__device__ float block_sum(float v) { return cuda::block_sum<kRowThreads>(v); }
+__device__ float block_max(float v) { return cuda::block_max<kRowThreads>(v); }
+
+// F: a format of float_formats.hpp (its codec, exactly the CPU's).
+template <class F>
+__global__ void widen_kernel(const typename F::Storage* src, float* dst, i64 n) {
+  const i64 i = global_index();
+  if (i < n) dst[i] = decode_float<F>(src[i]);
+}
+template <class F>
+__global__ void narrow_kernel(const float* src, typename F::Storage* dst, i64 n) {
+  const i64 i = global_index();
+  if (i < n) dst[i] = encode_float<F>(src[i]);
+}
+
+__global__ void add_kernel(const float* x, float* y, i64 n) {
+  const i64 i = global_index();
+  if (i < n) body::add(i, x, y);
+}
+__global__ void scale_kernel(float s, float* y, i64 n) {
+  const i64 i = global_index();
+  if (i < n) body::scale(i, s, y);
+}
+__global__ void swiglu_forward_kernel(const float* g, const float* u, float* z, i64 n) {
+  const i64 i = global_index();
+  if (i < n) body::swiglu_forward(i, g, u, z);
+}
+__global__ void swiglu_backward_kernel(const float* dz, const float* g, const float* u, float* dg, float* du, i64 n) {
+  const i64 i = global_index();
+  if (i < n) body::swiglu_backward(i, dz, g, u, dg, du);
+}
+__global__ void embedding_forward_kernel(const std::int32_t* tokens, const float* table, i64 C, float* out, i64 n) {
+  const i64 i = global_index();
+  if (i < n) body::embedding_forward(i, tokens, table, C, out);
+}
+__global__ void embedding_backward_kernel(const std::int32_t* tokens, const float* dout, i64 N, i64 C, float* dtable) {
+  const i64 c = global_index();
+  if (c < C) body::embedding_backward_column(c, tokens, dout, N, C, dtable);
+}
+__global__ void rope_kernel(float* x, const float* cos_sin, i64 T, i64 H, i64 D, float sign, i64 pairs) {
+  const i64 p = global_index();
+  if (p < pairs) body::rope_pair(p, T, H, D, cos_sin, sign, x);
+}
+__global__ void adamw_kernel(body::AdamWStep s, const float* g, float* w, float* m, float* v, i64 n) {
+  const i64 i = global_index();
+  if (i < n) body::adamw(i, s, g[i], w, m, v);
+}
+// G: the narrow gradients' format (Bf16Format or F16Format), widened as they are read.
+template <class G>
+__global__ void adamw_narrow_kernel(body::AdamWStep s, const typename G::Storage* g, float* w, float* m, float* v,
+                                    i64 n) {
+  const i64 i = global_index();
+  if (i < n) body::adamw(i, s, decode_float<G>(g[i]), w, m, v);
+}
+
+__global__ void rmsnorm_forward_kernel(const float* x, const float* w, float eps, i64 C, float* y, float* rstd) {
+  const i64 n = blockIdx.x;
+  const int t = threadIdx.x;
+  const float r = body::rmsnorm_rstd(block_sum(body::rmsnorm_partial(n, t, kRowThreads, x, C)), C, eps);
+  if (t == 0) rstd[n] = r;
+  body::rmsnorm_write(n, t, kRowThreads, x, w, r, C, y);
+}
+__global__ void rmsnorm_backward_dx_kernel(const float* dy, const float* x, const float* w, const float* rstd, i64 C,
+                                           float* dx) {
+  const i64 n = blockIdx.x;
+  const int t = threadIdx.x;
+  const float sum_gx = block_sum(body::rmsnorm_backward_partial(n, t, kRowThreads, dy, x, w, C));
+  body::rmsnorm_backward_write(n, t, kRowThreads, dy, x, w, rstd[n], sum_gx, C, dx);
+}
+__global__ void rmsnorm_dw_kernel(const float* dy, const float* x, const float* rstd, i64 N, i64 C, float* dw) {
+  const i64 c = global_index();
+  if (c < C) body::rmsnorm_dw_column(c, dy, x, rstd, N, C, dw);
+}
+
+__global__ void cross_entropy_forward_kernel(const float* logits, const std::int32_t* targets, i64 V, float* row_loss) {
+  const i64 n = blockIdx.x;
+  const int t = threadIdx.x;
+  const float* x = logits + n * V;
+  const float m = block_max(body::row_max_partial(x, V, t, kRowThreads));
+  const float sum = block_sum(body::row_sum_exp_partial(x, V, m, t, kRowThreads));
+  if (t == 0) row_loss[n] = body::cross_entropy_row_loss(m, sum, x[targets[n]]);
+}
+__global__ void cross_entropy_backward_kernel(const float* logits, const std::int32_t* targets, i64 V, float k,
+                                              float* dlogits) {
+  const i64 n = blockIdx.x;
+  const int t = threadIdx.x;
+  const float* x = logits + n * V;
+  const float m = block_max(body::row_max_partial(x, V, t, kRowThreads));
+  const float sum = block_sum(body::row_sum_exp_partial(x, V, m, t, kRowThreads));
+  __syncthreads();  // every thread has read the row before any writes it (dlogits may be logits)
+  body::cross_entropy_backward_write(x, V, targets[n], m, sum, k, t, kRowThreads, dlogits + n * V);
+}
+
+__global__ void causal_softmax_kernel(float* p, i64 T, i64 r0) {
+  const i64 r = blockIdx.x;
+  const int t = threadIdx.x;
+  float* row = p + r * T;
+  const i64 len = r0 + r + 1;
+  const float m = block_max(body::row_max_partial(row, len, t, kRowThreads));
+  const float sum = block_sum(body::row_sum_exp_partial(row, len, m, t, kRowThreads));
+  __syncthreads();  // the row is read whole before it is overwritten
+  body::row_softmax_write(row, len, T, m, 1.0f / sum, t, kRowThreads, row);
+}
+__global__ void causal_softmax_backward_kernel(const float* p, float* ds, i64 T, i64 r0) {
+  const i64 r = blockIdx.x;
+  const int t = threadIdx.x;
+  const i64 len = r0 + r + 1;
+  const float dot = block_sum(body::row_dot_partial(ds + r * T, p + r * T, len, t, kRowThreads));
+  __syncthreads();
+  body::softmax_backward_write(p + r * T, len, T, dot, t, kRowThreads, ds + r * T);
+}
+
+}  // namespace
+
+// Launches kernel on the compute stream unless the grid is empty, then checks the launch.
+#define USP_LAUNCH(grid, block, kernel, ...)                                          \
+  do {                                                                               \
+    if ((grid) > 0) kernel<<<(grid), (block), 0, cuda::compute_stream()>>>(__VA_ARGS__); \
+    USP_CUDA_CHECK(cudaGetLastError());                                              \
+  } while (0)
+
+void widen(DType src_type, const void* src, float* dst, i64 n) {
+  using u16 = std::uint16_t;
+  if (src_type == DType::bf16)
+    USP_LAUNCH(blocks_for(n), kThreads, widen_kernel<Bf16Format>, static_cast<const u16*>(src), dst, n);
+  else if (src_type == DType::f16)
+    USP_LAUNCH(blocks_for(n), kThreads, widen_kernel<F16Format>, static_cast<const u16*>(src), dst, n);
+  else
+    throw Error(std::string("cuda widen: unsupported dtype ") + dtype_name(src_type));
+}
+
+void narrow(const float* src, DType dst_type, void* dst, i64 n) {
+  using u16 = std::uint16_t;
+  if (dst_type == DType::bf16)
+    USP_LAUNCH(blocks_for(n), kThreads, narrow_kernel<Bf16Format>, src, static_cast<u16*>(dst), n);
+  else if (dst_type == DType::f16)
+    USP_LAUNCH(blocks_for(n), kThreads, narrow_kernel<F16Format>, src, static_cast<u16*>(dst), n);
+  else
+    throw Error(std::string("cuda narrow: unsupported dtype ") + dtype_name(dst_type));
+}
+
+void add(const float* x, float* y, i64 n) { USP_LAUNCH(blocks_for(n), kThreads, add_kernel, x, y, n); }
+void scale(float s, float* y, i64 n) { USP_LAUNCH(blocks_for(n), kThreads, scale_kernel, s, y, n); }
+void swiglu_forward(const float* g, const float* u, float* z, i64 n) {
+  USP_LAUNCH(blocks_for(n), kThreads, swiglu_forward_kernel, g, u, z, n);
+}
+void swiglu_backward(const float* dz, const float* g, const float* u, float* dg, float* du, i64 n) {
+  USP_LAUNCH(blocks_for(n), kThreads, swiglu_backward_kernel, dz, g, u, dg, du, n);
+}
+void embedding_forward(const std::int32_t* tokens, const float* table, i64 N, i64 C, float* out) {
+  USP_LAUNCH(blocks_for(N * C), kThreads, embedding_forward_kernel, tokens, table, C, out, N * C);
+}
+void embedding_backward(const std::int32_t* tokens, const float* dout, i64 N, i64 C, float* dtable) {
+  USP_LAUNCH(blocks_for(C), kThreads, embedding_backward_kernel, tokens, dout, N, C, dtable);
+}
+void rope(float* x, const float* cos_sin, i64 B, i64 T, i64 H, i64 D, float sign) {
+  const i64 pairs = B * T * H * (D / 2);
+  USP_LAUNCH(blocks_for(pairs), kThreads, rope_kernel, x, cos_sin, T, H, D, sign, pairs);
+}
+void adamw(const cuda_body::AdamWStep& s, DType g_type, const void* g, float* w, float* m, float* v, i64 n) {
+  switch (g_type) {
+    case DType::f32:
+      USP_LAUNCH(blocks_for(n), kThreads, adamw_kernel, s, static_cast<const float*>(g), w, m, v, n);
+      return;
+    case DType::bf16:
+      USP_LAUNCH(blocks_for(n), kThreads, adamw_narrow_kernel<Bf16Format>, s, static_cast<const std::uint16_t*>(g),
+                 w, m, v, n);
+      return;
+    case DType::f16:
+      USP_LAUNCH(blocks_for(n), kThreads, adamw_narrow_kernel<F16Format>, s, static_cast<const std::uint16_t*>(g),
+                 w, m, v, n);
+      return;
+    default: throw Error(std::string("cuda adamw: unsupported gradient dtype ") + dtype_name(g_type));
+  }
+}
+void rmsnorm_forward(const float* x, const float* w, float eps, i64 N, i64 C, float* y, float* rstd) {
+  USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, rmsnorm_forward_kernel, x, w, eps, C, y, rstd);
+}
+void rmsnorm_backward(const float* dy, const float* x, const float* w, const float* rstd, i64 N, i64 C, float* dx,
+                      float* dw) {
+  USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, rmsnorm_backward_dx_kernel, dy, x, w, rstd, C, dx);
+  USP_LAUNCH(blocks_for(C), kThreads, rmsnorm_dw_kernel, dy, x, rstd, N, C, dw);
+}
+void cross_entropy_forward(const float* logits, const std::int32_t* targets, i64 N, i64 V, float* row_loss) {
+  USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, cross_entropy_forward_kernel, logits, targets, V, row_loss);
+}
+void cross_entropy_backward(const float* logits, const std::int32_t* targets, i64 N, i64 V, float k,
+                            float* dlogits) {
+  USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, cross_entropy_backward_kernel, logits, targets, V, k, dlogits);
+}
+void causal_softmax_rows(float* p, i64 rows, i64 T, i64 r0) {
+  USP_LAUNCH(static_cast<unsigned>(rows), kRowThreads, causal_softmax_kernel, p, T, r0);
+}
+void causal_softmax_backward_rows(const float* p, float* ds, i64 rows, i64 T, i64 r0) {
+  USP_LAUNCH(static_cast<unsigned>(rows), kRowThreads, causal_softmax_backward_kernel, p, ds, T, r0);
+}
+
+}  // namespace usp::ops::cuda_kernels
