@@ -1,14 +1,20 @@
-// bench_train_throughput: tokens per second of full fp32 training steps of the course's model
-// on the CPU, on the synthetic corpus: zero_grad, forward, backward, AdamW step (batches are
-// drawn outside the timed region). bench/train_throughput_torch.py times
-// the same model, batch and optimizer in PyTorch; bench/compare_torch.sh runs both.
+// bench_train_throughput: tokens per second of full training steps of the course's model on the
+// CPU or a GPU, on the synthetic corpus: zero_grad, forward, backward, AdamW step (batches are
+// drawn outside the timed region; on a GPU each step ends with a device synchronisation).
+// bench/train_throughput_torch.py times the same model, batch and optimizer in PyTorch (eager or
+// torch.compile); bench/compare_torch.sh runs them side by side.
 //
-// Threads: whatever OpenBLAS is given (OPENBLAS_NUM_THREADS); the other ops run on one.
+// --precision bf16 is the course's mixed precision: bf16 weights, activations and gradients,
+// fp32 master weights and Adam states (PyTorch's side runs autocast to bf16 over fp32 weights).
+// Threads: whatever OpenBLAS is given (OPENBLAS_NUM_THREADS); the other CPU ops run on one.
 // Prints one line per timed step, then a summary ending in
 //   tokens_per_second <value>        timed steps' tokens / their wall-clock seconds
 //   cpu_tokens_per_second <value>    the same over the process's CPU seconds (all threads):
 //                                    with one thread, what the speed would be on an idle
 //                                    machine, as time slices lost to other jobs do not count
+//   mfu <value>                      with --peak-tflops P: the model FLOPs of a step (the ops'
+//                                    own count: 6·N per token for the matmuls plus attention's
+//                                    products, recomputation excluded) per second over P
 // (what compare_torch.sh reads), or with --json a single JSON object.
 #include <algorithm>
 #include <chrono>
@@ -20,6 +26,7 @@
 
 #include "common/cli.hpp"
 #include "common/data/dataset.hpp"
+#include "common/device.hpp"
 #include "common/error.hpp"
 #include "common/json.hpp"
 #include "common/model/config.hpp"
@@ -52,6 +59,10 @@ int bench(int argc, char** argv) {
       .add_int("warmup", 2, "untimed steps first", 0)
       .add_int("seed", 1234, "initialisation and token seed", 0)
       .add_choice("recompute", "none", {"none", "selective", "full"}, "activation recomputation")
+      .add_choice("precision", "f32", {"f32", "bf16"}, "f32, or bf16 with fp32 master weights")
+      .add_string("device", "cpu", "cpu | cuda | cuda:N")
+      .add_int("vocab", 256, "vocabulary (the synthetic corpus uses the first 256 ids)", 256)
+      .add_float("peak-tflops", 0.0, "the device's peak rate for MFU (e.g. 989 for an H100's bf16; 0: no MFU)", 0.0)
       .add_flag("tied", "tie lm_head to the embedding")
       .add_flag("json", "print one JSON object instead of text");
   cli.parse(argc, argv);
@@ -67,7 +78,7 @@ int bench(int argc, char** argv) {
   cfg.heads = cli.get_int("heads");
   cfg.kv_heads = cli.get_int("kv-heads");
   cfg.ffn = cli.get_int("ffn");
-  cfg.vocab = 256;  // the synthetic corpus's byte-level vocabulary
+  cfg.vocab = cli.get_int("vocab");  // the synthetic corpus draws ids below 256
   cfg.tied_embeddings = cli.get_flag("tied");
   const std::int64_t B = cli.get_int("batch"), T = cli.get_int("seq");
   cfg.max_seq = std::max(cfg.max_seq, T);
@@ -76,19 +87,25 @@ int bench(int argc, char** argv) {
   const std::int64_t steps = cli.get_int("steps"), warmup = cli.get_int("warmup");
   const bool json = cli.get_flag("json");
 
-  ParamStore params(cfg);
+  const Device device = parse_device(cli.get_string("device"));
+  const DType dtype = cli.get_string("precision") == "bf16" ? DType::bf16 : DType::f32;
+  const double peak = cli.get_float("peak-tflops") * 1e12;
+  ParamStore params(cfg, dtype, device);
   params.init(seed);
-  Model model(params, {parse_recompute(cli.get_string("recompute")), DType::f32});
+  Model model(params, {parse_recompute(cli.get_string("recompute")), dtype});
   AdamW optimizer(params, AdamWConfig{});  // lr 3e-3, betas (0.9, 0.95), eps 1e-8, wd 0.1
   const auto data = make_dataset("synthetic", seed);
 
   if (!json)
-    std::printf("bench_train_throughput: %s, %lld parameters, batch %lld x %lld tokens, %lld warmup + %lld timed steps\n",
-                cfg.str().c_str(), static_cast<long long>(cfg.num_parameters()), static_cast<long long>(B),
-                static_cast<long long>(T), static_cast<long long>(warmup), static_cast<long long>(steps));
+    std::printf("bench_train_throughput: %s, %lld parameters, %s on %s, batch %lld x %lld tokens, %lld warmup + %lld "
+                "timed steps\n",
+                cfg.str().c_str(), static_cast<long long>(cfg.num_parameters()), dtype_name(dtype),
+                device.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
+                static_cast<long long>(warmup), static_cast<long long>(steps));
   std::vector<double> seconds;
   double cpu_seconds = 0;
   double loss = 0;
+  double model_flops = 0;  // per step
   for (std::int64_t s = 0; s < warmup + steps; ++s) {
     const Batch batch = data->batch(s, 0, B, T);  // inputs, targets [B, T] i32; not timed
     const auto start = std::chrono::steady_clock::now();
@@ -97,9 +114,11 @@ int bench(int argc, char** argv) {
     loss = model.forward(batch.inputs, batch.targets);
     model.backward();
     optimizer.step(params);
+    synchronize(device);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double cpu_dt = process_cpu_seconds() - cpu_start;
     if (s < warmup) continue;
+    model_flops = static_cast<double>(model.flops().forward + model.flops().backward);
     cpu_seconds += cpu_dt;
     seconds.push_back(dt);
     if (!json) std::printf("  step %3lld  loss %.4f  %.1f ms\n", static_cast<long long>(s - warmup), loss, dt * 1e3);
@@ -112,6 +131,7 @@ int bench(int argc, char** argv) {
   const double median = sorted[sorted.size() / 2];
   const double tokens_per_second = static_cast<double>(B * T * steps) / total;
   const double cpu_tokens_per_second = static_cast<double>(B * T * steps) / cpu_seconds;
+  const double mfu = peak > 0 ? model_flops * static_cast<double>(steps) / total / peak : 0.0;
   if (json) {
     JsonWriter w;
     w.begin_object()
@@ -125,12 +145,15 @@ int bench(int argc, char** argv) {
         .field("median_step_seconds", median)
         .field("tokens_per_second", tokens_per_second)
         .field("cpu_tokens_per_second", cpu_tokens_per_second)
+        .field("model_flops_per_step", model_flops)
+        .field("mfu", mfu)
         .end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
     std::printf("median step %.1f ms, mean %.1f ms\n", median * 1e3, total / static_cast<double>(steps) * 1e3);
     std::printf("tokens_per_second %.1f\n", tokens_per_second);
     std::printf("cpu_tokens_per_second %.1f\n", cpu_tokens_per_second);
+    if (peak > 0) std::printf("mfu %.4f\n", mfu);
   }
   return 0;
 }

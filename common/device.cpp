@@ -44,4 +44,8 @@ Device parse_device(const std::string& text, int local_rank) {
   throw UsageError("--device must be auto, cpu, cuda or cuda:N, got '" + text + "'");
 }
 
+void synchronize(Device device) {
+  if (device.is_cuda()) cuda::synchronize();
+}
+
 }  // namespace usp

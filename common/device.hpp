@@ -25,5 +25,8 @@ int cuda_device_count();
 // Parses "cpu", "cuda", "cuda:N" or "auto" (cuda:local_rank % count if a GPU is visible, else
 // cpu); throws UsageError for anything else, or for cuda when no device is visible.
 Device parse_device(const std::string& text, int local_rank = 0);
+// Waits until the work queued on `device` has finished (nothing to wait for on the CPU): a
+// wall-clock time around GPU work means something only after it.
+void synchronize(Device device);
 
 }  // namespace usp

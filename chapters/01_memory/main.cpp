@@ -40,14 +40,14 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_common("out/01_memory");
   add_training_flags(cli, {"usp-small", 128, 8, 3, 3e-3, {"none"}});
   if (!rt.parse(cli, argc, argv)) return 0;
-  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   const TrainingConfig& cfg = in.config;
   const Dataset& data = *in.data;
   rt.require(rt.size() == 1, "chapter 01 runs on one device: launch it without mpirun (or with -np 1)");
   const std::string out = cli.get_string("out");
   const ModelConfig& mc = cfg.model;
   std::cout << "ch01_memory: " << mc.str() << ", seq " << cfg.seq << ", micro-batch " << cfg.mbs << ", "
-            << dtype_name(cfg.dtype) << ", data " << data.spec() << "\n\n";
+            << dtype_name(cfg.dtype) << ", data " << data.spec() << ", on " << cfg.device.str() << "\n\n";
 
   auto& tracker = MemoryTracker::instance();
   tracker.record_timeline(true);
@@ -55,7 +55,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
   // 1. The training state: parameters and gradients now, optimizer states at the first step
   //    (as PyTorch allocates Adam's states lazily, which is what the playbook's profile shows).
-  ParamStore params(mc, cfg.dtype);
+  ParamStore params(mc, cfg.dtype, cfg.device);
   params.init(cfg.seed);
   Model model(params, cfg.model_options());
   std::unique_ptr<AdamW> optimizer;
@@ -78,6 +78,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     losses.push_back(loss);
     std::printf("step %3lld  loss %.4f\n", static_cast<long long>(step), loss);
   }
+  synchronize(cfg.device);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   tracker.mark("end");
   tracker.record_timeline(false);

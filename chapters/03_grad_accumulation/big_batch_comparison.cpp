@@ -25,7 +25,7 @@ BigBatchComparison compare_with_big_batch(const TrainingConfig& cfg, const Datas
   r.mbs = cfg.mbs;
 
   // k micro-batches of mbs samples: the student's loop.
-  ParamStore acc_params(cfg.model, cfg.dtype);
+  ParamStore acc_params(cfg.model, cfg.dtype, cfg.device);
   acc_params.init(cfg.seed);
   Model acc_model(acc_params, cfg.model_options());
   AdamW acc_opt(acc_params, cfg.adamw);
@@ -36,7 +36,7 @@ BigBatchComparison compare_with_big_batch(const TrainingConfig& cfg, const Datas
   micro.clear();
 
   // One batch of k·mbs samples, the reference.
-  ParamStore big_params(cfg.model, cfg.dtype);
+  ParamStore big_params(cfg.model, cfg.dtype, cfg.device);
   big_params.init(cfg.seed);
   Model big_model(big_params, cfg.model_options());
   AdamW big_opt(big_params, cfg.adamw);

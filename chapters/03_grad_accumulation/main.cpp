@@ -91,7 +91,7 @@ TrainerState check_resume(Runtime& rt, const std::string& dir, const TrainingCon
 // The training part; with `resume` (checked by check_resume) it continues from that checkpoint.
 Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dataset& data, std::int64_t grad_acc,
                const std::optional<TrainerState>& resume) {
-  ParamStore params(cfg.model, cfg.dtype);
+  ParamStore params(cfg.model, cfg.dtype, cfg.device);
   params.init(cfg.seed);
   Model model(params, cfg.model_options());
   AdamW optimizer(params, cfg.adamw);
@@ -114,6 +114,7 @@ Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dat
     run.losses.push_back(accumulation_step(model, optimizer, micro));
     std::printf("  step %3lld  loss %.4f\n", static_cast<long long>(step), run.losses.back());
   }
+  synchronize(cfg.device);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!save.empty()) {
     const TrainerState state{cfg.steps, cfg.seed, cfg.data, cfg.seq, grad_acc * cfg.mbs, run.losses};
@@ -133,7 +134,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_string("save", "", "after training, save a checkpoint (weights, optimizer, trainer state) to this folder");
   cli.add_string("resume", "", "continue the training part from a checkpoint saved with --save, up to --steps");
   if (!rt.parse(cli, argc, argv)) return 0;
-  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   const TrainingConfig& cfg = in.config;
   std::vector<std::int64_t> ks;
   rt.agree([&] { ks = parse_size_list(cli.get_string("accum-list"), "--accum-list", 1, 1024); });
@@ -144,7 +145,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   if (const std::string dir = cli.get_string("resume"); !dir.empty())
     resume = check_resume(rt, dir, cfg, grad_acc * cfg.mbs);
   std::cout << "ch03_grad_accumulation: " << cfg.model.str() << ", seq " << cfg.seq << ", micro-batch " << cfg.mbs
-            << ", " << dtype_name(cfg.dtype) << "\n\n1. k micro-batches of " << cfg.mbs
+            << ", " << dtype_name(cfg.dtype) << ", on " << cfg.device.str() << "\n\n1. k micro-batches of " << cfg.mbs
             << " vs one batch of k·" << cfg.mbs << " (one AdamW step from the same weights)\n";
 
   make_dirs(out);

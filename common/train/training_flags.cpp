@@ -42,7 +42,7 @@ void require_cpu_training(const Cli& cli) {
   const std::string& device = cli.get_string("device");
   if (device != "auto" && parse_device(device).is_cuda())
     throw UsageError("--device " + device +
-                     ": the training chapters run the model on the CPU (its CUDA path is not implemented yet); "
+                     ": this chapter trains on CPU ranks only (its parallel layout has no CUDA path yet); "
                      "use --device cpu or leave it at auto");
   const std::string& backend = cli.get_string("backend");
   if (backend != "auto" && backend != "mpi")
@@ -67,9 +67,16 @@ std::int64_t resolve_grad_acc(const Cli& cli, std::int64_t mbs, std::int64_t dp)
   return gbs / per_step;
 }
 
-TrainingConfig training_config_from(const Cli& cli) {
-  require_cpu_training(cli);
+TrainingConfig training_config_from(const Cli& cli, TrainingDevices devices, int local_rank) {
   TrainingConfig s;
+  if (devices == TrainingDevices::cpu_only) {
+    require_cpu_training(cli);
+  } else {
+    s.device = parse_device(cli.get_string("device"), local_rank);
+    if (cli.get_string("backend") != "auto")
+      throw UsageError("--backend " + cli.get_string("backend") +
+                       ": this chapter runs one rank and no collective on tensors; leave --backend at auto");
+  }
   s.model = ModelConfig::builtin(cli.get_string("model"));
   auto override_dim = [&](const char* flag, std::int64_t& field) {
     if (cli.get_int(flag) > 0) {

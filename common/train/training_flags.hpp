@@ -14,6 +14,7 @@
 #include "common/calc/training_setup.hpp"
 #include "common/cli.hpp"
 #include "common/data/dataset.hpp"
+#include "common/device.hpp"
 #include "common/model/config.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
@@ -30,6 +31,7 @@ struct TrainingConfig {
   AdamWConfig adamw;
   std::uint64_t seed = 1234;
   std::int64_t steps = 1;
+  Device device = Device::cpu();  // where the parameters, activations and optimizer states live
 
   ModelOptions model_options() const { return {recompute, dtype}; }
   std::int64_t tokens_per_micro_batch() const { return seq * mbs; }
@@ -57,19 +59,25 @@ struct MoeDefaults {
   double aux_coef = 0.01;
 };
 void add_moe_flags(Cli& cli, const MoeDefaults& defaults = {});
+// Where a chapter's training may run. cpu_only: the chapter refuses --device cuda
+// (require_cpu_training). cpu_or_cuda: the model lives on the device --device names — auto is a
+// GPU per rank when one is visible (local rank modulo the GPUs), else the CPU; these chapters run
+// one rank and no collective on tensors, so --backend must stay auto.
+enum class TrainingDevices { cpu_only, cpu_or_cuda };
+
 // Reads the flags back (after parse); UsageError for inconsistent shapes (e.g. heads not
 // dividing hidden, seq above the model's max_seq, top-k above the experts, a capacity factor
-// <= 0), and for a --device or --backend the training chapters cannot honour (see
-// require_cpu_training).
-TrainingConfig training_config_from(const Cli& cli);
+// <= 0), and for a --device or --backend the chapter cannot honour (see TrainingDevices).
+TrainingConfig training_config_from(const Cli& cli, TrainingDevices devices = TrainingDevices::cpu_only,
+                                    int local_rank = 0);
 
 // The calculator's view of a training run on one rank (no parallelism yet): its model, seq, mbs,
 // recomputation, and fp32 or mixed precision (bf16) from its dtype. Chapters set the layout on it.
 calc::TrainingSetup calc_setup(const TrainingConfig& cfg);
 
-// The training chapters run the model on CPU ranks (its CUDA path is not implemented yet), so a
-// flag that asks for anything else is an error, never silently ignored: --device must be auto
-// or cpu (an unknown device, or cuda without a visible GPU, says so), --backend auto or mpi.
+// The training chapters that run the model on CPU ranks only: a flag that asks for anything else
+// is an error, never silently ignored: --device must be auto or cpu (an unknown device, or cuda
+// without a visible GPU, says so), --backend auto or mpi.
 void require_cpu_training(const Cli& cli);
 
 // Micro-batches per rank per optimizer step, from --grad-acc and --global-batch (the playbook's

@@ -16,7 +16,8 @@ struct TrainingInputs {
   std::unique_ptr<Dataset> data;
 };
 
-// Collective: every rank calls it after rt.parse(cli, ...).
-TrainingInputs agree_training_inputs(Runtime& rt, const Cli& cli);
+// Collective: every rank calls it after rt.parse(cli, ...). devices: where the chapter can train
+// (training_flags.hpp); the config's device is resolved with this rank's local rank.
+TrainingInputs agree_training_inputs(Runtime& rt, const Cli& cli, TrainingDevices devices = TrainingDevices::cpu_only);
 
 }  // namespace usp

@@ -33,17 +33,34 @@ TEST_CASE("--device and --backend the training chapters cannot honour are errors
   CHECK_NOTHROW(training_config_from(parsed({"--device", "cpu", "--backend", "mpi"})));
   CHECK_THROWS_WITH(training_config_from(parsed({"--device", "banana"})),
                     Catch::Contains("--device must be auto, cpu, cuda or cuda:N, got 'banana'"));
-  // Without a GPU (or without CUDA in the build) cuda says so; with one, that the model's CUDA
-  // path is not implemented. Either way: an error, never a silent CPU run.
+  // Without a GPU (or without CUDA in the build) cuda says so; with one, that this chapter
+  // trains on CPU ranks only. Either way: an error, never a silent CPU run.
   for (const char* device : {"cuda", "cuda:7"}) {
     const std::string expected = !cuda_compiled()          ? "this build has no CUDA"
                                  : cuda_device_count() == 0 ? "no CUDA device is visible"
-                                                            : "not implemented yet";
+                                                            : "trains on CPU ranks only";
     CHECK_THROWS_WITH(training_config_from(parsed({"--device", device})), Catch::Contains(expected));
   }
   CHECK_THROWS_WITH(training_config_from(parsed({"--backend", "nccl"})),
                     Catch::Contains("--backend nccl serves CUDA tensors"));
   CHECK_THROWS_WITH(training_config_from(parsed({"--backend", "host-staged"})), Catch::Contains("use --backend mpi"));
+}
+
+TEST_CASE("the chapters that train on CPU or CUDA resolve --device; --backend stays auto", "[training_flags]") {
+  const auto config = [](std::vector<const char*> args) {
+    return training_config_from(parsed(std::move(args)), TrainingDevices::cpu_or_cuda);
+  };
+  CHECK(config({"--device", "cpu"}).device == Device::cpu());
+  CHECK(config({}).device == (cuda_device_count() > 0 ? Device::cuda(0) : Device::cpu()));  // auto
+  if (cuda_device_count() > 0) {
+    CHECK(config({"--device", "cuda"}).device == Device::cuda(0));
+  } else {
+    CHECK_THROWS_WITH(config({"--device", "cuda"}),
+                      Catch::Contains(cuda_compiled() ? "no CUDA device is visible" : "this build has no CUDA"));
+  }
+  CHECK_THROWS_WITH(config({"--device", "banana"}), Catch::Contains("--device must be auto, cpu, cuda or cuda:N"));
+  CHECK_THROWS_WITH(config({"--backend", "nccl"}),
+                    Catch::Contains("--backend nccl: this chapter runs one rank and no collective on tensors"));
 }
 
 TEST_CASE("--global-batch and --grad-acc resolve to one grad-acc or are refused", "[training_flags]") {

@@ -16,7 +16,19 @@ namespace usp::ops::cuda_path {
 using namespace detail;
 namespace k = cuda_kernels;
 
+namespace {
+
+// Operands that share a 16-bit dtype go to cuBLAS as they are (tensor cores, fp32 accumulation,
+// one rounding into the output's dtype); mixed dtypes are widened to fp32 first, as on the CPU.
+bool narrow_pair(const Tensor& a, const Tensor& b) { return a.dtype() == b.dtype() && a.dtype() != DType::f32; }
+
+}  // namespace
+
 void matmul_forward(const Tensor& x, const Tensor& w, Tensor& y, std::int64_t n, std::int64_t out, std::int64_t in) {
+  if (narrow_pair(x, w)) {
+    device_gemm(false, true, n, out, in, 1.0f, x.dtype(), x.raw(), in, w.raw(), in, 0.0f, y.dtype(), y.raw(), out);
+    return;
+  }
   FloatIn xf(x), wf(w);
   FloatOut yf(y, false);
   device_sgemm(false, true, n, out, in, 1.0f, xf.data(), in, wf.data(), in, 0.0f, yf.data(), out);
@@ -25,19 +37,28 @@ void matmul_forward(const Tensor& x, const Tensor& w, Tensor& y, std::int64_t n,
 
 void matmul_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, bool accumulate_dx,
                      std::int64_t n, std::int64_t out, std::int64_t in) {
-  FloatIn dyf(dy);
   if (dx.defined()) {
-    FloatIn wf(w);
-    FloatOut dxf(dx, accumulate_dx);
-    device_sgemm(false, false, n, in, out, 1.0f, dyf.data(), out, wf.data(), in, accumulate_dx ? 1.0f : 0.0f,
-                 dxf.data(), in);
-    dxf.store();
+    const float beta = accumulate_dx ? 1.0f : 0.0f;
+    if (narrow_pair(dy, w)) {
+      device_gemm(false, false, n, in, out, 1.0f, dy.dtype(), dy.raw(), out, w.raw(), in, beta, dx.dtype(), dx.raw(),
+                  in);
+    } else {
+      FloatIn dyf(dy), wf(w);
+      FloatOut dxf(dx, accumulate_dx);
+      device_sgemm(false, false, n, in, out, 1.0f, dyf.data(), out, wf.data(), in, beta, dxf.data(), in);
+      dxf.store();
+    }
   }
   if (dw.defined()) {
-    FloatIn xf(x);
-    FloatOut dwf(dw, true);
-    device_sgemm(true, false, out, in, n, 1.0f, dyf.data(), out, xf.data(), in, 1.0f, dwf.data(), in);
-    dwf.store();
+    if (narrow_pair(dy, x)) {
+      device_gemm(true, false, out, in, n, 1.0f, dy.dtype(), dy.raw(), out, x.raw(), in, 1.0f, dw.dtype(), dw.raw(),
+                  in);
+    } else {
+      FloatIn dyf(dy), xf(x);
+      FloatOut dwf(dw, true);
+      device_sgemm(true, false, out, in, n, 1.0f, dyf.data(), out, xf.data(), in, 1.0f, dwf.data(), in);
+      dwf.store();
+    }
   }
 }
 
