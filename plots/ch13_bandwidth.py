@@ -7,7 +7,8 @@ measured in the same run) and writes <out>/ch13_bandwidth.png: two panels, one g
 chain — each variant's time relative to the unfused one (bars) with its bytes relative to the
 unfused one (black ticks), and its achieved GB/s with the copy bandwidth as a line. A
 memory-bound kernel's bar falls to its tick; a compute-bound one's (exponentials on one CPU core)
-stays above it.
+stays above it. When the run had a GPU it also wrote fused_bandwidth_gpu.csv: then
+<out>/ch13_bandwidth_gpu.png shows the CUDA kernels' GB/s against the device's copy bandwidth.
 
     python3 plots/ch13_bandwidth.py --in out/13_fused_kernels --out plots/out
 """
@@ -57,6 +58,26 @@ def main():
     ax_g.set_title("bandwidth against the copy bandwidth", fontsize=10)
     save(fig, args.out, "ch13_bandwidth.png")
 
+    gpu_csv = os.path.join(args.inp, "fused_bandwidth_gpu.csv")
+    if os.path.exists(gpu_csv):
+        draw_gpu(read_csv(gpu_csv, NEEDED, "ch13_fused_kernels on a GPU"), args.out)
+
+
+def draw_gpu(rows, out):
+    """One horizontal bar per CUDA variant: its GB/s, with the device-to-device copy as the line."""
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5))
+    labels = [f'{r["chain"]}, {r["variant"]} ({r["passes"]} launch{"es" if r["passes"] != "1" else ""})' for r in rows]
+    ys = list(range(len(rows)))[::-1]
+    ax.barh(ys, [float(r["gb_per_s"]) for r in rows], color=[COLORS.get(r["variant"], "tab:gray") for r in rows])
+    copy = float(rows[0]["copy_gb_per_s"])
+    ax.axvline(copy, color="black", linestyle="--", linewidth=1, label=f"device copy {copy:.0f} GB/s")
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xlabel("achieved GB/s (bytes / time)")
+    ax.set_title("the CUDA kernels against the GPU's copy bandwidth", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, out, "ch13_bandwidth_gpu.png")
 
 if __name__ == "__main__":
     main()

@@ -1,12 +1,15 @@
-// ch13_fused_kernels: the playbook's "Fused kernels", on the CPU.
+// ch13_fused_kernels: the playbook's "Fused kernels", on the CPU and, where one is visible, a GPU.
 //
 //   1. Equivalence: every chain's fused variant (and the core's ops where they exist) against
 //      its unfused variant on odd shapes: the largest difference of each output.
 //   2. The bandwidth table: for each chain and variant, the kernels it launches, the bytes it
 //      moves (counted from its passes), the intermediates it keeps, the time, GB/s and the
 //      fraction of the copy bandwidth measured in the same process.
+//   2b. With a GPU: the same table for the CUDA kernels (kernels/fused), against the device's
+//      copy bandwidth, and the launch overhead of an empty kernel.
 //   3. The model trained with exercise 13.1's fused residual + RMSNorm: the same losses.
-// Writes <out>/summary.json and fused_bandwidth.csv (plots/ch13_bandwidth.py).
+// Writes <out>/summary.json, fused_bandwidth.csv and, with a GPU, fused_bandwidth_gpu.csv
+// (plots/ch13_bandwidth.py).
 //
 //   build/bin/ch13_fused_kernels [--bench-rows 2048] [--bench-width 2048] [--bench-ffn 5632]
 //                            [--bench-vocab 32768] [--bench-params 16777216]
@@ -21,6 +24,7 @@
 #include "chapters/13_fused_kernels/bandwidth_bench.hpp"
 #include "chapters/13_fused_kernels/chains.hpp"
 #include "chapters/13_fused_kernels/fused_model_norm.hpp"
+#include "chapters/13_fused_kernels/gpu_chains.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
@@ -38,6 +42,32 @@ double max_abs_diff(const std::vector<std::vector<float>>& a, const std::vector<
     for (std::size_t i = 0; i < a[t].size(); ++i)
       m = std::max(m, static_cast<double>(std::fabs(a[t][i] - b[t][i])));
   return m;
+}
+
+// The bandwidth table of one device: each variant's launches, bytes, time, GB/s, share of the
+// copy bandwidth and speed-up over the chain's unfused variant; also into j under `key`.
+void print_table(const std::vector<VariantTiming>& rows, double copy, JsonWriter& j, const char* key) {
+  std::printf("   %-28s %-9s %6s %10s %11s %9s %8s %7s %8s\n", "chain", "variant", "passes", "moved MiB", "scratch MiB",
+              "ms", "GB/s", "% copy", "speed-up");
+  j.key(key).begin_array();
+  for (const VariantTiming& t : rows) {
+    double unfused_ms = t.ms;
+    for (const VariantTiming& u : rows)
+      if (u.chain_id == t.chain_id && u.variant == "unfused") unfused_ms = u.ms;
+    std::printf("   %-28s %-9s %6d %10.1f %11.1f %9.3f %8.2f %6.0f%% %7.2fx\n", t.chain.c_str(), t.variant.c_str(),
+                t.passes, static_cast<double>(t.bytes) / 1048576.0, static_cast<double>(t.scratch_bytes) / 1048576.0,
+                t.ms, t.gb_per_s, 100.0 * t.gb_per_s / copy, unfused_ms / t.ms);
+    j.begin_object()
+        .field("chain", t.chain_id)
+        .field("variant", t.variant)
+        .field("passes", t.passes)
+        .field("bytes", t.bytes)
+        .field("scratch_bytes", t.scratch_bytes)
+        .field("ms", t.ms)
+        .field("gb_per_s", t.gb_per_s)
+        .end_object();
+  }
+  j.end_array();
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
@@ -107,29 +137,22 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
               static_cast<long long>(sizes.rows), static_cast<long long>(sizes.hidden),
               static_cast<long long>(sizes.ffn), static_cast<long long>(sizes.vocab),
               static_cast<long long>(sizes.params), copy);
-  std::printf("   %-28s %-9s %6s %10s %11s %9s %8s %7s %8s\n", "chain", "variant", "passes", "moved MiB", "scratch MiB",
-              "ms", "GB/s", "% copy", "speed-up");
-  j.field("copy_gb_per_s", copy);
-  j.key("bandwidth").begin_array();
-  for (const VariantTiming& t : rows) {
-    double unfused_ms = t.ms;
-    for (const VariantTiming& u : rows)
-      if (u.chain_id == t.chain_id && u.variant == "unfused") unfused_ms = u.ms;
-    std::printf("   %-28s %-9s %6d %10.1f %11.1f %9.2f %8.2f %6.0f%% %7.2fx\n", t.chain.c_str(), t.variant.c_str(),
-                t.passes, static_cast<double>(t.bytes) / 1048576.0, static_cast<double>(t.scratch_bytes) / 1048576.0,
-                t.ms, t.gb_per_s, 100.0 * t.gb_per_s / copy, unfused_ms / t.ms);
-    j.begin_object()
-        .field("chain", t.chain_id)
-        .field("variant", t.variant)
-        .field("passes", t.passes)
-        .field("bytes", t.bytes)
-        .field("scratch_bytes", t.scratch_bytes)
-        .field("ms", t.ms)
-        .field("gb_per_s", t.gb_per_s)
-        .end_object();
-  }
-  j.end_array();
+  print_table(rows, copy, j, "bandwidth");
   write_file_atomic(out + "/fused_bandwidth.csv", bandwidth_csv(rows, copy));
+
+  // 2b. The same chains on the GPU, where there is one: the CUDA kernels of kernels/fused.
+  if (gpu_chains_available()) {
+    const std::vector<VariantTiming> gpu_rows = bench_chains_gpu(chain_ids(), sizes, reps);
+    const double gpu_copy = gpu_copy_bandwidth_gb_per_s(std::min<std::int64_t>(largest, std::int64_t{1} << 30), reps);
+    const double launch_us = gpu_launch_overhead_us(1000);
+    std::printf("\n2b. The same sizes on the GPU (%s): device-to-device copy %.1f GB/s, an empty kernel's launch %.2f us\n",
+                gpu_device_name().c_str(), gpu_copy, launch_us);
+    j.field("gpu_copy_gb_per_s", gpu_copy).field("gpu_launch_overhead_us", launch_us);
+    print_table(gpu_rows, gpu_copy, j, "gpu_bandwidth");
+    write_file_atomic(out + "/fused_bandwidth_gpu.csv", bandwidth_csv(gpu_rows, gpu_copy));
+  } else {
+    std::printf("\n2b. No GPU visible: the CUDA kernels' table (kernels/fused) is not measured.\n");
+  }
 
   // 3. Training with the fused norm.
   const TrainingConfig& cfg = in.config;
