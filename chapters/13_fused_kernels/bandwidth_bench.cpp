@@ -8,21 +8,32 @@
 
 namespace usp::ch13 {
 
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+double median_ms(const std::function<void()>& f, const std::function<void()>& reset, int reps, Device device) {
+  std::vector<double> ms;
+  for (int r = 0; r < std::max(1, reps); ++r) {
+    reset();
+    synchronize(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    synchronize(device);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
-template <class F>
-double ms_of(F&& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+VariantTiming timing_row(const Chain& chain, const Variant& cpu_twin, int launches, double ms) {
+  VariantTiming t;
+  t.chain_id = chain.id;
+  t.chain = chain.name;
+  t.variant = cpu_twin.name;
+  t.passes = launches;
+  t.bytes = cpu_twin.bytes();
+  t.scratch_bytes = cpu_twin.scratch_bytes();
+  t.ms = ms;
+  t.gb_per_s = static_cast<double>(t.bytes) / (t.ms * 1e6);
+  return t;
 }
-
-}  // namespace
 
 double copy_bandwidth_gb_per_s(std::int64_t bytes, int reps) {
   const std::int64_t n = std::max<std::int64_t>(1, bytes / 4);
@@ -36,12 +47,10 @@ double copy_bandwidth_gb_per_s(std::int64_t bytes, int reps) {
   const float s = one;
   const float* x = src.data<float>();
   float* y = dst.data<float>();
-  std::vector<double> ms;
-  for (int r = 0; r < std::max(1, reps); ++r)
-    ms.push_back(ms_of([&] {
+  const double ms = median_ms([&] {
       for (std::int64_t i = 0; i < n; ++i) y[i] = s * x[i];
-    }));
-  return 2.0 * static_cast<double>(n) * 4.0 / (median(ms) * 1e6);
+    }, [] {}, reps);
+  return 2.0 * static_cast<double>(n) * 4.0 / (ms * 1e6);
 }
 
 std::vector<VariantTiming> bench_chains(const std::vector<std::string>& ids, const ChainSizes& sizes, int reps) {
@@ -51,21 +60,8 @@ std::vector<VariantTiming> bench_chains(const std::vector<std::string>& ids, con
     for (const Variant& v : chain.variants) {
       chain.reset();
       v.run();  // warm-up: the scratch's pages are faulted in here, not in the timed runs
-      std::vector<double> ms;
-      for (int r = 0; r < std::max(1, reps); ++r) {
-        chain.reset();
-        ms.push_back(ms_of([&] { v.run(); }));
-      }
-      VariantTiming t;
-      t.chain_id = chain.id;
-      t.chain = chain.name;
-      t.variant = v.name;
-      t.passes = static_cast<int>(v.passes.size());
-      t.bytes = v.bytes();
-      t.scratch_bytes = v.scratch_bytes();
-      t.ms = median(ms);
-      t.gb_per_s = static_cast<double>(t.bytes) / (t.ms * 1e6);
-      out.push_back(t);
+      const double ms = median_ms([&] { v.run(); }, [&] { chain.reset(); }, reps);
+      out.push_back(timing_row(chain, v, static_cast<int>(v.passes.size()), ms));
     }
   }
   return out;

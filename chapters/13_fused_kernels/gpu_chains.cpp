@@ -1,7 +1,6 @@
 #include "chapters/13_fused_kernels/gpu_chains.hpp"
 
 #include <algorithm>
-#include <chrono>
 
 #include "common/cuda_support.hpp"
 #include "common/device.hpp"
@@ -74,25 +73,6 @@ GpuChain gpu_chain(const Chain& chain, const ChainSizes& z) {
   return g;
 }
 
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Wall-clock milliseconds of f on the GPU: the device idle before, synchronised after.
-template <class F>
-double gpu_ms(F&& f) {
-  synchronize(Device::cuda(0));
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  synchronize(Device::cuda(0));
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 double gpu_launch_overhead_us(int launches) { return fused_cuda::empty_kernel_us(launches); }
 std::string gpu_device_name() { return cuda::device_name(); }
 
@@ -101,9 +81,8 @@ double gpu_copy_bandwidth_gb_per_s(std::int64_t bytes, int reps) {
   Tensor src = Tensor::zeros({n}, DType::f32, MemCategory::Temporary, Device::cuda(0));
   Tensor dst = Tensor::zeros({n}, DType::f32, MemCategory::Temporary, Device::cuda(0));
   dst.copy_from(src);  // warm-up
-  std::vector<double> ms;
-  for (int r = 0; r < std::max(1, reps); ++r) ms.push_back(gpu_ms([&] { dst.copy_from(src); }));
-  return 2.0 * static_cast<double>(n) * 4.0 / (median(ms) * 1e6);
+  const double ms = median_ms([&] { dst.copy_from(src); }, [] {}, reps, Device::cuda(0));
+  return 2.0 * static_cast<double>(n) * 4.0 / (ms * 1e6);
 }
 
 std::vector<VariantTiming> bench_chains_gpu(const std::vector<std::string>& ids, const ChainSizes& sizes, int reps) {
@@ -115,22 +94,8 @@ std::vector<VariantTiming> bench_chains_gpu(const std::vector<std::string>& ids,
     for (const GpuVariant& v : g.variants) {
       g.upload(chain);
       v.run();  // warm-up: the module is loaded, the caches see the tensors once
-      std::vector<double> ms;
-      for (int r = 0; r < std::max(1, reps); ++r) {
-        g.upload(chain);
-        ms.push_back(gpu_ms(v.run));
-      }
-      const Variant& cpu = chain.variant(v.name);
-      VariantTiming t;
-      t.chain_id = chain.id;
-      t.chain = chain.name;
-      t.variant = v.name;
-      t.passes = v.launches;
-      t.bytes = cpu.bytes();
-      t.scratch_bytes = cpu.scratch_bytes();
-      t.ms = median(ms);
-      t.gb_per_s = static_cast<double>(t.bytes) / (t.ms * 1e6);
-      rows.push_back(t);
+      const double ms = median_ms(v.run, [&] { g.upload(chain); }, reps, Device::cuda(0));
+      rows.push_back(timing_row(chain, chain.variant(v.name), v.launches, ms));
     }
   }
   return rows;
