@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "chapters/14_mixed_precision/format_tables.hpp"
+#include "chapters/14_mixed_precision/fp8_gemm_run.hpp"
 #include "chapters/14_mixed_precision/fp8_linears.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
 #include "common/io/output_file.hpp"
@@ -89,6 +90,32 @@ void print_memory(const std::vector<PrecisionRun>& runs, JsonWriter& j) {
         .end_object();
   }
   j.end_array();
+}
+
+// 4. The FP8 GEMM on the GPU, where one with FP8 tensor cores is visible: the accuracy of each
+// product at 1024³ against its own CPU reference, the rates at 4096³ and 8192³.
+void print_fp8_gemm(JsonWriter& j) {
+  if (!fp8_gemm_available()) {
+    std::printf("\n4. No GPU with FP8 tensor cores visible: cuBLASLt's FP8 GEMM (kernels/fp8) is not measured.\n");
+    return;
+  }
+  const Fp8GemmRun acc = run_fp8_gemm(1024, 1024, 1024, 0);
+  std::printf("\n4. y = x·wᵀ on the GPU, e4m3 with one scale per tensor (cuBLASLt) vs bf16 (cuBLAS), fp32 accumulation:\n"
+              "   1024³: largest error over max |y|, each against the CPU's fp32 product of its own operands: e4m3 "
+              "%.2e, bf16 %.2e; e4m3 against the unquantised fp32 product %.2e\n",
+              acc.fp8_error, acc.bf16_error, acc.fp8_vs_fp32);
+  j.key("fp8_gemm").begin_object()
+      .field("fp8_error", acc.fp8_error)
+      .field("bf16_error", acc.bf16_error)
+      .field("fp8_vs_fp32", acc.fp8_vs_fp32)
+      .key("rates").begin_array();
+  std::printf("   %-6s %12s %12s %8s\n", "size", "e4m3 TFLOP/s", "bf16 TFLOP/s", "ratio");
+  for (int n : {4096, 8192}) {
+    const Fp8GemmRun r = run_fp8_gemm(n, n, n, 20, /*check=*/false);
+    std::printf("   %-6d %12.1f %12.1f %7.2fx\n", n, r.fp8_tflops, r.bf16_tflops, r.fp8_tflops / r.bf16_tflops);
+    j.begin_object().field("n", n).field("fp8_tflops", r.fp8_tflops).field("bf16_tflops", r.bf16_tflops).end_object();
+  }
+  j.end_array().end_object();
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
@@ -227,6 +254,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     }
     j.end_array();
     write_file_atomic(out + "/fp8_curves.csv", csv.str());
+    print_fp8_gemm(j);
   }
   j.end_object();
   write_training_summary(rt.world(), out + "/summary.json",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chapters/14_mixed_precision/format_tables.hpp"
+#include "chapters/14_mixed_precision/fp8_gemm_run.hpp"
 #include "chapters/14_mixed_precision/fp8_linears.hpp"
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
 #include "chapters/14_mixed_precision/loss_scaling.hpp"
@@ -327,4 +328,22 @@ TEST_CASE("FP8 linears: direct casting flushes the gradients, scaled FP8 trains 
     CHECK(std::fabs(tiled.losses[s] - f32.losses[s]) <= 1e-2 * f32.losses[s]);
     CHECK(std::fabs(tensor.losses[s] - f32.losses[s]) <= 1e-2 * f32.losses[s]);
   }
+}
+
+TEST_CASE("cuBLASLt's FP8 GEMM computes the product of the dequantised operands", "[ch14][gpu]") {
+  if (!fp8_gemm_available()) {
+    WARN("no GPU with FP8 tensor cores (compute capability 8.9+): skipped");
+    return;
+  }
+  // 208 × 144 × 272: multiples of 16 (cuBLASLt's FP8 requirement), of nothing larger.
+  const Fp8GemmRun r = run_fp8_gemm(208, 144, 272, 0);
+  INFO("e4m3 " << r.fp8_error << ", bf16 " << r.bf16_error << ", e4m3 vs fp32 " << r.fp8_vs_fp32);
+  // Against the CPU's fp32 product of exactly the operands each GPU product multiplied, what is
+  // left is the order of 272 fp32 additions (~1e-6) and y's rounding to bf16 (at most 2^-9 of an
+  // element, so 2^-9 of max |y|): 2^-8 leaves room for the first.
+  CHECK(r.fp8_error <= std::ldexp(1.0, -8));
+  CHECK(r.bf16_error <= std::ldexp(1.0, -8));
+  // Against the unquantised product, e4m3's 3 mantissa bits (2^-4 relative per operand) show.
+  CHECK(r.fp8_vs_fp32 > r.fp8_error);
+  CHECK(r.fp8_vs_fp32 < 0.1);
 }
