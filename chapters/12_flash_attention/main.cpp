@@ -1,4 +1,4 @@
-// ch12_flash_attention: the playbook's "Flash Attention 1-3", on the CPU.
+// ch12_flash_attention: the playbook's "Flash Attention 1-3", on the CPU and, with one, a GPU.
 //
 //   1. Equivalence: flash attention (tiles of 16 × 8 on T = 37, head dim 20, GQA) against the naive
 //      attention, causal and not, fp32 and bf16 inputs: outputs, log-sum-exp and gradients.
@@ -7,9 +7,11 @@
 //      inputs and outputs: quadratic for naive, flat for flash.
 //   3. The model trained with each attention for --steps steps: the same losses, and the peak
 //      activation memory of each.
-// The CUDA ladder (naive, FA1-, FA2-style and tensor-core kernels against PyTorch's SDPA) is not
-// part of this build yet; the lesson says what it will measure.
-// Writes <out>/summary.json and attention_vs_seq.csv (plots/ch12_attention_vs_seq.py).
+//   4. With a GPU: the CUDA ladder (kernels/attention: 01 naive, 02 FA2-style forward, 03 its
+//      backward), each rung's error against the CPU at a small shape and its TFLOP/s at
+//      B 1, T --gpu-seq, H 16, D 128 (bench/attention_sdpa.py adds PyTorch's SDPA beside it).
+// Writes <out>/summary.json, attention_vs_seq.csv (plots/ch12_attention_vs_seq.py) and, with a
+// GPU, gpu_ladder.csv.
 //
 //   build/bin/ch12_flash_attention [--seqs 256,512,1024,2048] [--q-rows 64] [--k-cols 64]
 //   ./usp run 12
@@ -22,6 +24,7 @@
 #include "chapters/12_flash_attention/attention_bench.hpp"
 #include "chapters/12_flash_attention/equivalence.hpp"
 #include "chapters/12_flash_attention/flash_training.hpp"
+#include "chapters/12_flash_attention/gpu_ladder.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
@@ -43,6 +46,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("q-rows", 64, "queries per tile (B_r)", 1, 4096);
   cli.add_int("k-cols", 64, "keys per tile (B_c)", 1, 4096);
   cli.add_int("bench-heads", 8, "heads of the table's attention (head dim 64)", 1, 128);
+  cli.add_int("gpu-seq", 4096, "sequence length of the GPU ladder's timing (B 1, H 16, D 128)", 16, 16384);
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli);
   std::vector<std::int64_t> seqs;
@@ -103,6 +107,35 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   }
   std::printf("   largest relative loss gap %.1e (fp32 sums in another order)\n", gap);
   j.field("training_max_relative_loss_gap", gap);
+
+  // 4. The CUDA ladder, where a GPU is visible.
+  if (gpu_ladder_available()) {
+    const LadderShape small{2, 300, 4, 2, 64}, big{1, static_cast<int>(cli.get_int("gpu-seq")), 16, 16, 128};
+    const std::vector<RungRun> checked = run_gpu_ladder(small, 0, true), timed = run_gpu_ladder(big, 10, false);
+    std::printf("\n4. The CUDA ladder, fp32, causal: error against the CPU at B 2, T 300, H 4 on G 2, D 64 (largest |Δ|\n"
+                "   over the largest value), TFLOP/s at B 1, T %d, H 16, D 128 (causal count: 2·B·H·T²·D forward,\n"
+                "   2.5× that backward)\n",
+                big.seq);
+    std::printf("   %-18s %10s %10s %8s\n", "rung", "error", "ms", "TFLOP/s");
+    j.key("gpu_ladder").begin_array();
+    std::vector<RungRun> rows = timed;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      rows[i].error = checked[i].error;
+      std::printf("   %-18s %10.2e %10.3f %8.2f\n", rows[i].rung.c_str(), rows[i].error, rows[i].ms, rows[i].tflops);
+      j.begin_object()
+          .field("rung", rows[i].rung)
+          .field("error", rows[i].error)
+          .field("ms", rows[i].ms)
+          .field("tflops", rows[i].tflops)
+          .end_object();
+    }
+    j.end_array();
+    write_file_atomic(out + "/gpu_ladder.csv", gpu_ladder_csv(big, rows));
+    std::printf("   PyTorch's SDPA on the same problem: python3 bench/attention_sdpa.py --ladder %s/gpu_ladder.csv\n",
+                out.c_str());
+  } else {
+    std::printf("\n4. No GPU visible: the CUDA ladder (kernels/attention) is not measured.\n");
+  }
   j.field("naive_peak_activation_bytes", naive.peak_activation_bytes);
   j.field("flash_peak_activation_bytes", flash.peak_activation_bytes);
   j.end_object();

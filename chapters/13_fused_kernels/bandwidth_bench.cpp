@@ -1,26 +1,12 @@
 #include "chapters/13_fused_kernels/bandwidth_bench.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <sstream>
 
+#include "common/device_timer.hpp"
 #include "common/tensor.hpp"
 
 namespace usp::ch13 {
-
-double median_ms(const std::function<void()>& f, const std::function<void()>& reset, int reps, Device device) {
-  std::vector<double> ms;
-  for (int r = 0; r < std::max(1, reps); ++r) {
-    reset();
-    synchronize(device);
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    synchronize(device);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 VariantTiming timing_row(const Chain& chain, const Variant& cpu_twin, int launches, double ms) {
   VariantTiming t;
@@ -48,8 +34,8 @@ double copy_bandwidth_gb_per_s(std::int64_t bytes, int reps) {
   const float* x = src.data<float>();
   float* y = dst.data<float>();
   const double ms = median_ms([&] {
-      for (std::int64_t i = 0; i < n; ++i) y[i] = s * x[i];
-    }, [] {}, reps);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = s * x[i];
+  }, reps);
   return 2.0 * static_cast<double>(n) * 4.0 / (ms * 1e6);
 }
 
@@ -60,7 +46,7 @@ std::vector<VariantTiming> bench_chains(const std::vector<std::string>& ids, con
     for (const Variant& v : chain.variants) {
       chain.reset();
       v.run();  // warm-up: the scratch's pages are faulted in here, not in the timed runs
-      const double ms = median_ms([&] { v.run(); }, [&] { chain.reset(); }, reps);
+      const double ms = median_ms([&] { v.run(); }, reps, Device::cpu(), [&] { chain.reset(); });
       out.push_back(timing_row(chain, v, static_cast<int>(v.passes.size()), ms));
     }
   }

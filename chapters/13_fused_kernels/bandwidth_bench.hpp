@@ -4,12 +4,10 @@
 // core the exp-heavy chains are limited by arithmetic, not memory; the table shows which.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "chapters/13_fused_kernels/chains.hpp"
-#include "common/device.hpp"
 
 namespace usp::ch13 {
 
@@ -22,10 +20,6 @@ struct VariantTiming {
   double gb_per_s = 0;             // bytes / ms
 };
 
-// The median of `reps` runs of f (at least one) in wall-clock milliseconds; before each, reset()
-// (untimed). On a GPU the device is synchronised before and after each run.
-double median_ms(const std::function<void()>& f, const std::function<void()>& reset, int reps,
-                 Device device = Device::cpu());
 // A table row for a variant of `chain` that ran `launches` kernels in `ms`, moving the bytes that
 // the chain's variant `cpu_twin` counts.
 VariantTiming timing_row(const Chain& chain, const Variant& cpu_twin, int launches, double ms);

@@ -4,6 +4,7 @@
 
 #include "common/cuda_support.hpp"
 #include "common/device.hpp"
+#include "common/device_timer.hpp"
 #include "common/error.hpp"
 #if defined(USP_HAVE_CUDA)
 #include "kernels/fused/fused_cuda.hpp"
@@ -81,7 +82,7 @@ double gpu_copy_bandwidth_gb_per_s(std::int64_t bytes, int reps) {
   Tensor src = Tensor::zeros({n}, DType::f32, MemCategory::Temporary, Device::cuda(0));
   Tensor dst = Tensor::zeros({n}, DType::f32, MemCategory::Temporary, Device::cuda(0));
   dst.copy_from(src);  // warm-up
-  const double ms = median_ms([&] { dst.copy_from(src); }, [] {}, reps, Device::cuda(0));
+  const double ms = median_ms([&] { dst.copy_from(src); }, reps, Device::cuda(0));
   return 2.0 * static_cast<double>(n) * 4.0 / (ms * 1e6);
 }
 
@@ -94,7 +95,7 @@ std::vector<VariantTiming> bench_chains_gpu(const std::vector<std::string>& ids,
     for (const GpuVariant& v : g.variants) {
       g.upload(chain);
       v.run();  // warm-up: the module is loaded, the caches see the tensors once
-      const double ms = median_ms(v.run, [&] { g.upload(chain); }, reps, Device::cuda(0));
+      const double ms = median_ms(v.run, reps, Device::cuda(0), [&] { g.upload(chain); });
       rows.push_back(timing_row(chain, chain.variant(v.name), v.launches, ms));
     }
   }

@@ -1,12 +1,12 @@
 #include "chapters/14_mixed_precision/fp8_gemm_run.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <vector>
 
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
 #include "common/device.hpp"
+#include "common/device_timer.hpp"
 #include "common/error.hpp"
 #include "common/float_formats.hpp"
 #include "common/ops/ops.hpp"
@@ -50,20 +50,6 @@ std::vector<float> cpu_product(const std::vector<float>& x, const std::vector<fl
   return y.to_floats();
 }
 
-template <class F>
-double median_seconds(F&& f, int reps) {
-  std::vector<double> s;
-  for (int r = 0; r < reps; ++r) {
-    synchronize(Device::cuda(0));
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    synchronize(Device::cuda(0));
-    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(s.begin(), s.end());
-  return s[s.size() / 2];
-}
-
 }  // namespace
 
 Fp8GemmRun run_fp8_gemm(int M, int N, int K, int reps, bool check) {
@@ -104,8 +90,8 @@ Fp8GemmRun run_fp8_gemm(int M, int N, int K, int reps, bool check) {
   }
   if (reps > 0) {
     const double flops = 2.0 * M * N * static_cast<double>(K);
-    r.fp8_tflops = flops / median_seconds([&] { fp8::cublaslt_fp8_gemm(g8); }, reps) / 1e12;
-    r.bf16_tflops = flops / median_seconds([&] { fp8::cublas_bf16_gemm(g16); }, reps) / 1e12;
+    r.fp8_tflops = flops / median_ms([&] { fp8::cublaslt_fp8_gemm(g8); }, reps, gpu) / 1e9;
+    r.bf16_tflops = flops / median_ms([&] { fp8::cublas_bf16_gemm(g16); }, reps, gpu) / 1e9;
   }
   return r;
 }

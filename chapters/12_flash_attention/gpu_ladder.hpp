@@ -1,0 +1,36 @@
+// The attention ladder on a GPU (chapter 12, section 4): kernels/attention's rungs on one causal
+// problem, fp32 — 01 naive forward (S and P in global memory), 02 FlashAttention-2 forward
+// (out and the log-sum-exp), 03 FlashAttention-2 backward (from 02's out and lse).
+//   error  largest |GPU - CPU| of each output over its largest |CPU| value, the CPU being the
+//          core's attention (ops::attention_block_forward for out and lse with positions 0..T-1,
+//          ops::attention_backward for the gradients); fp32 on both sides, sums in other orders
+//   rate   TFLOP/s with the FlashAttention papers' causal count: 4·B·H·T²·D / 2 for a forward,
+//          2.5 times that for a backward, over the median time of `reps` runs
+// bench/attention_sdpa.py times PyTorch's scaled_dot_product_attention on the same problem and
+// prints each rung's share of it. Needs a CUDA build and a GPU; gpu_ladder_available() says.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace usp::ch12 {
+
+bool gpu_ladder_available();
+
+struct LadderShape {
+  int batch = 1, seq = 4096, heads = 16, kv_heads = 16, head_dim = 128;
+};
+
+struct RungRun {
+  std::string rung;      // "01 naive forward", "02 flash forward", "03 flash backward"
+  double error = 0;      // 0 when not checked
+  double ms = 0, tflops = 0;  // 0 when reps == 0
+};
+
+// check: compare with the CPU (affordable up to T of a few thousand); reps: timed runs (0: none).
+std::vector<RungRun> run_gpu_ladder(const LadderShape& shape, int reps, bool check);
+
+// gpu_ladder.csv: rung,batch,seq,heads,kv_heads,head_dim,ms,tflops,error
+std::string gpu_ladder_csv(const LadderShape& shape, const std::vector<RungRun>& runs);
+
+}  // namespace usp::ch12

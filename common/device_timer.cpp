@@ -1,0 +1,23 @@
+#include "common/device_timer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace usp {
+
+double median_ms(const std::function<void()>& run, int reps, Device device, const std::function<void()>& reset) {
+  std::vector<double> ms;
+  for (int r = 0; r < std::max(1, reps); ++r) {
+    if (reset) reset();
+    synchronize(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    synchronize(device);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace usp

@@ -1,0 +1,15 @@
+// Wall-clock timing of work on a device. The device is synchronised before each run and after
+// it, so GPU work is timed to its end rather than to its launch (on the CPU nothing waits).
+#pragma once
+#include <functional>
+
+#include "common/device.hpp"
+
+namespace usp {
+
+// The median of `reps` runs of run() (at least one), in milliseconds; reset(), when given, runs
+// before each, untimed (to put inputs back to their starting values).
+double median_ms(const std::function<void()>& run, int reps, Device device = Device::cpu(),
+                 const std::function<void()>& reset = {});
+
+}  // namespace usp
