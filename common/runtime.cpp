@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "common/comm/backends.hpp"
@@ -17,6 +18,18 @@
 #endif
 
 namespace usp {
+
+namespace {
+
+// One line to stderr in a single write, so that a message is never cut by another process's
+// output (mpirun prints its MPI_ABORT banner on the same terminal while the ranks stop).
+void say(const std::string& line) {
+  const std::string text = line + "\n";
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace
 
 Runtime::Runtime(int& argc, char**& argv) {
   // The watchdog's timeout, before the first wait on other ranks. A bad value is reported
@@ -168,7 +181,7 @@ void Runtime::agree_on(Communicator& comm, const std::function<void()>& step) {
   comm.all_reduce(first, ReduceOp::min);
   const int who = first.data<std::int32_t>()[0];
   if (who < size_) {
-    if (who == rank_) std::cerr << "error: " << message << std::endl;
+    if (who == rank_) say("error: " + message);
     throw CollectiveExit{2};
   }
 }
@@ -198,10 +211,12 @@ std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) 
     const auto start = std::chrono::steady_clock::now();
     while (!agreed->test()) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit) {
-        std::cerr << "[rank " << rank_ << "] fatal: " << message << " -- this rank threw NotImplemented, but the "
-                  << "other ranks did not all finish the part within " << limit << " s (half of "
-                  << "USP_COMM_TIMEOUT): they are presumably inside it, waiting for this rank; an "
-                  << "exercise part must be implemented on every rank or on none" << std::endl;
+        std::ostringstream line;
+        line << "[rank " << rank_ << "] fatal: " << message << " -- this rank threw NotImplemented, but the "
+             << "other ranks did not all finish the part within " << limit << " s (half of "
+             << "USP_COMM_TIMEOUT): they are presumably inside it, waiting for this rank; an "
+             << "exercise part must be implemented on every rank or on none";
+        say(line.str());
         abort(1);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -216,14 +231,16 @@ std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) 
   if (static_cast<int>(throwers.size()) == size_) return message;
   // The lowest rank that threw has the message; everyone knows, and stops together.
   if (rank_ == throwers.front()) {
-    std::cerr << "[rank " << rank_ << "] fatal: " << message << " -- NotImplemented on ";
+    std::ostringstream line;
+    line << "[rank " << rank_ << "] fatal: " << message << " -- NotImplemented on ";
     if (throwers.size() == 1) {
-      std::cerr << "rank " << rank_;
+      line << "rank " << rank_;
     } else {
-      std::cerr << "ranks [" << watchdog::rank_list(throwers) << "]";
+      line << "ranks [" << watchdog::rank_list(throwers) << "]";
     }
-    std::cerr << " only, of " << size_ << " (the others finished the part); an exercise part must be "
-              << "implemented on every rank or on none" << std::endl;
+    line << " only, of " << size_ << " (the others finished the part); an exercise part must be "
+         << "implemented on every rank or on none";
+    say(line.str());
   }
   throw CollectiveExit{1};
 }
@@ -266,7 +283,7 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
   } catch (const CollectiveExit& e) {
     return e.code;  // a bad environment, reported once
   } catch (const std::exception& e) {
-    std::cerr << "fatal: could not start: " << e.what() << std::endl;
+    say(std::string("fatal: could not start: ") + e.what());
     return 1;
   }
   const int rank = rt->rank();
@@ -276,11 +293,11 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
     return e.code;  // every rank agreed; the message is out
   } catch (const UsageError& e) {
     // Found by this rank alone, outside an agreement point: others may be waiting on us.
-    std::cerr << (rt->size() > 1 ? "[rank " + std::to_string(rank) + "] " : "") << "error: " << e.what() << std::endl;
+    say((rt->size() > 1 ? "[rank " + std::to_string(rank) + "] " : "") + "error: " + e.what());
     if (rt->size() > 1) rt->abort(2);
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "[rank " << rank << "] fatal: " << e.what() << std::endl;
+    say("[rank " + std::to_string(rank) + "] fatal: " + e.what());
     if (rt->size() > 1) rt->abort(1);
     return 1;
   }
