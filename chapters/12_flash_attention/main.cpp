@@ -39,7 +39,7 @@ using namespace usp::ch12;
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch12_flash_attention",
           "flash attention on the CPU: tiled, online softmax, recomputation in the backward; against the naive "
-          "attention in equivalence, time and memory, and in training");
+          "attention in equivalence, time and memory, and in training; with a GPU, the CUDA ladder checked and timed");
   cli.add_common("out/12_flash_attention");
   add_training_flags(cli, {"usp-tiny", 256, 2, 5, 3e-3});
   cli.add_string("seqs", "256,512,1024,2048", "sequence lengths of the time and memory table");

@@ -73,7 +73,8 @@ void print_table(const std::vector<VariantTiming>& rows, double copy, JsonWriter
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch13_fused_kernels",
           "unfused vs fused kernels on the CPU: residual + RMSNorm, SwiGLU, softmax + cross-entropy, AdamW; bytes "
-          "moved, GB/s against the copy bandwidth, and the model trained with the fused norm");
+          "moved, GB/s against the copy bandwidth (and the CUDA kernels' table where a GPU is visible), and the model "
+          "trained with the fused norm");
   cli.add_common("out/13_fused_kernels");
   add_training_flags(cli, {"usp-tiny", 128, 4, 5, 3e-3});
   cli.add_int("bench-rows", 2048, "N: tokens of the table's activations", 1, 1 << 20);

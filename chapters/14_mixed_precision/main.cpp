@@ -1,12 +1,16 @@
-// ch14_mixed_precision: the playbook's "Mixed precision training" and "FP8 pretraining", on the CPU.
+// ch14_mixed_precision: the playbook's "Mixed precision training" and "FP8 pretraining", on the CPU
+// (and, where one with FP8 tensor cores is visible, a GPU).
 //
 //   1. The formats, from the core's conversion code: range and resolution of fp32, bf16, fp16,
 //      e4m3 and e5m2, and every bit pattern of the narrow ones decoded and encoded back.
 //   2. One model trained in fp32, bf16 (fp32 master weights), fp16 without loss scaling and fp16
 //      with dynamic loss scaling (exercise 14.1), on the same data: the loss curves, how far each
-//      strays from fp32, the steps skipped, and the gradients lost to underflow.
+//      strays from fp32, the steps skipped, and the gradients lost to underflow; and each recipe's
+//      bytes per parameter, measured by the tracker, against usp_calc's row.
 //   3. The same model with its linear layers in FP8 (emulated: e4m3 forward, e5m2 gradients),
 //      scaled three ways — not at all, per tensor, per tile (exercise 14.2) — against fp32.
+//   4. With a GPU of compute capability 8.9+: cuBLASLt's e4m3 GEMM against bf16 cuBLAS, accuracy
+//      and TFLOP/s (fp8_gemm_run.hpp).
 // Writes <out>/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv and
 // fp8_curves.csv (plots/ch14_*.py).
 //
@@ -120,8 +124,9 @@ void print_fp8_gemm(JsonWriter& j) {
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch14_mixed_precision",
-          "number formats from the project's own conversions, and one model trained in fp32, bf16, fp16 and fp16 "
-          "with dynamic loss scaling");
+          "number formats from the project's own conversions; one model trained in fp32, bf16, fp16 and fp16 "
+          "with dynamic loss scaling, with each recipe's memory per parameter; its linear layers in FP8 (emulated); "
+          "and, on a GPU with FP8 tensor cores, cuBLASLt's FP8 GEMM against bf16 cuBLAS");
   cli.add_common("out/14_mixed_precision");
   add_training_flags(cli, {"usp-small", 128, 4, 30, 3e-3});
   cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", 1.0, 1e30);
