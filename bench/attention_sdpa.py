@@ -80,11 +80,11 @@ def main():
         sdpa[name] = (flops / (fwd * 1e9), 2.5 * flops / (bwd * 1e9))
         print(f"  SDPA {name}: forward {fwd:.3f} ms ({sdpa[name][0]:.1f} TFLOP/s), "
               f"backward {bwd:.3f} ms ({sdpa[name][1]:.1f} TFLOP/s)")
-    print(f"  {'rung':<18} {'TFLOP/s':>8} {'% of SDPA fp32':>15} {'% of SDPA bf16':>15}")
+    print(f"  {'rung':<34} {'TFLOP/s':>8} {'% of SDPA fp32':>15} {'% of SDPA bf16':>15}")
     for r in rows:
         tflops = float(r["tflops"])
         which = 1 if "backward" in r["rung"] else 0
-        print(f"  {r['rung']:<18} {tflops:8.2f} {100 * tflops / sdpa['fp32'][which]:14.1f}% "
+        print(f"  {r['rung']:<34} {tflops:8.2f} {100 * tflops / sdpa['fp32'][which]:14.1f}% "
               f"{100 * tflops / sdpa['bf16'][which]:14.1f}%")
 
 

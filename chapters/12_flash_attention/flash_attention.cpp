@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "chapters/12_flash_attention/flash_attention_cuda.hpp"
 #include "chapters/12_flash_attention/flash_tiles.hpp"
 #include "common/error.hpp"
 #include "common/ops/float_args.hpp"
@@ -63,6 +64,8 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   ops::detail::check_shape("flash_attention_forward", "out", out, q.shape());
   USP_CHECK(lse.dtype() == DType::f32, "flash_attention_forward: lse must be f32");
   ops::detail::check_shape("flash_attention_forward", "lse", lse, {m.b, m.h, m.t});
+  if (ops::detail::on_cuda("flash_attention_forward", {&q, &k, &v, &out, &lse}))
+    return flash_attention_forward_cuda(q, k, v, causal, out, lse);
   const std::int64_t br = tiles.q_rows, bc = tiles.k_cols;
   const ops::detail::FloatIn qf(q), kf(k), vf(v);
   ops::detail::FloatOut of(out, false);
@@ -109,6 +112,9 @@ void flash_attention_backward(const Tensor& dout, const Tensor& q, const Tensor&
                                       Expected{"dq", &dq, q.shape()}, Expected{"dk", &dk, k.shape()},
                                       Expected{"dv", &dv, k.shape()}, Expected{"lse", &lse, Shape{m.b, m.h, m.t}}})
     ops::detail::check_shape("flash_attention_backward", name, *t, want);
+  USP_CHECK(lse.dtype() == DType::f32, "flash_attention_backward: lse must be f32");
+  if (ops::detail::on_cuda("flash_attention_backward", {&dout, &q, &k, &v, &out, &lse, &dq, &dk, &dv}))
+    return flash_attention_backward_cuda(dout, q, k, v, out, lse, causal, dq, dk, dv);
   const std::int64_t br = tiles.q_rows, bc = tiles.k_cols;
   const ops::detail::FloatIn qf(q), kf(k), vf(v), of(out), dof(dout);
   ops::detail::FloatOut dqf(dq, false), dkf(dk, false), dvf(dv, false);

@@ -2,17 +2,11 @@
 
 namespace usp::ch12 {
 
-const Tensor& FlashModelAttention::positions(std::int64_t tokens) const {
-  if (!positions_.defined() || positions_.numel() != tokens) {
-    positions_ = Tensor::empty({tokens}, DType::i32, MemCategory::Temporary);
-    for (std::int64_t i = 0; i < tokens; ++i) positions_.data<std::int32_t>()[i] = static_cast<std::int32_t>(i);
-  }
-  return positions_;
-}
+const Tensor& FlashModelAttention::positions(std::int64_t) const { return whole_sequence_; }
 
 void FlashModelAttention::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                                             Tensor& saved) {
-  saved = Tensor::empty({q.dim(0), q.dim(2), q.dim(1)}, DType::f32, MemCategory::Activation);  // lse [B, H, T]
+  saved = Tensor::empty({q.dim(0), q.dim(2), q.dim(1)}, DType::f32, MemCategory::Activation, q.device());  // lse [B, H, T]
   flash_attention_forward(q, k, v, /*causal=*/true, tiles_, out, saved);
 }
 

@@ -1,8 +1,10 @@
 // The model's attention as flash attention: plugged in through the decoder's ContextParallel
 // interface (common/model/context_parallel.hpp) — the hook for an attention over the whole
 // sequence that keeps no probabilities — with the whole sequence on this one device (positions
-// 0..T-1). The layer then saves the log-sum-exp [B, H, T] instead of the probabilities
-// [B, H, T, T]: ModelOptions::context_parallel = &flash turns it on, same losses.
+// 0..T-1, which the interface spells as an undefined tensor). The layer then saves the
+// log-sum-exp [B, H, T] instead of the probabilities [B, H, T, T]: ModelOptions::context_parallel
+// = &flash turns it on, same losses. On the CPU it runs the tiled algorithm with the tiles given;
+// on a GPU (the model's tensors on CUDA) the kernels of kernels/attention (flash_attention_cuda.hpp).
 #pragma once
 #include <cstdint>
 
@@ -22,7 +24,7 @@ class FlashModelAttention final : public ContextParallel {
 
  private:
   FlashTiles tiles_;
-  mutable Tensor positions_;  // [T] i32, 0..T-1, built for the T asked for
+  Tensor whole_sequence_;  // undefined: positions 0..T-1
 };
 
 }  // namespace usp::ch12

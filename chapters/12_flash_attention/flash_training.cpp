@@ -9,7 +9,7 @@ namespace usp::ch12 {
 
 TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flash, FlashTiles tiles) {
   MemoryTracker& tracker = MemoryTracker::instance();
-  ParamStore params(cfg.model, cfg.dtype);
+  ParamStore params(cfg.model, cfg.dtype, cfg.device);
   params.init(cfg.seed);
   FlashModelAttention attention(tiles);
   ModelOptions options = cfg.model_options();

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <sstream>
 
 #include "common/device.hpp"
 #include "common/device_timer.hpp"
 #include "common/error.hpp"
+#include "common/float_formats.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
@@ -51,6 +53,19 @@ double relative_error(const Tensor& got, const Tensor& want) {
   return scale > 0 ? worst / scale : worst;
 }
 
+// The same values rounded to bf16: the bits (for rung 05) and the rounded floats (its reference).
+struct Rounded {
+  Tensor bits, values;
+};
+Rounded round_to_bf16(const Tensor& x) {
+  std::vector<float> v = x.to_floats();
+  Rounded r{Tensor::empty(x.shape(), DType::bf16), Tensor()};
+  std::uint16_t* bits = r.bits.data<std::uint16_t>();
+  for (std::size_t i = 0; i < v.size(); ++i) bits[i] = float_to_bf16(v[i]), v[i] = bf16_to_float(bits[i]);
+  r.values = Tensor::from_floats(v, x.shape());
+  return r;
+}
+
 }  // namespace
 
 std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) {
@@ -66,6 +81,13 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
   Tensor lse_naive = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor S = Tensor::empty({B, H, T, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor delta = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
+  Tensor row_sum = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);  // rung 02's l
+  const Rounded q16 = round_to_bf16(q), k16 = round_to_bf16(k), v16 = round_to_bf16(v);
+  const Tensor q16d = q16.bits.to(gpu), k16d = k16.bits.to(gpu), v16d = v16.bits.to(gpu);
+  Tensor out_fa1 = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
+  Tensor lse_fa1 = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
+  Tensor out_tc = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
+  Tensor lse_tc = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor dq = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
   Tensor dk = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
   Tensor dv = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
@@ -77,19 +99,29 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
   a.q = qd.data<float>(), a.k = kd.data<float>(), a.v = vd.data<float>();
   attention::AttentionF32 naive = a;
   naive.out = out_naive.data<float>(), naive.lse = lse_naive.data<float>();  // rung 01 writes its lse too
+  attention::AttentionF32 fa1 = a;
+  fa1.out = out_fa1.data<float>(), fa1.lse = lse_fa1.data<float>();
+  attention::AttentionBf16 tc{a, q16d.data<std::uint16_t>(), k16d.data<std::uint16_t>(), v16d.data<std::uint16_t>()};
+  tc.f.q = tc.f.k = tc.f.v = nullptr;
+  tc.f.out = out_tc.data<float>(), tc.f.lse = lse_tc.data<float>();
   a.out = out.data<float>(), a.lse = lse.data<float>();
   attention::AttentionBackwardF32 g;
   g.f = a;
   g.dout = doutd.data<float>(), g.delta = delta.data<float>();
   g.dq = dq.data<float>(), g.dk = dk.data<float>(), g.dv = dv.data<float>();
 
-  std::vector<RungRun> runs = {{"01 naive forward"}, {"02 flash forward"}, {"03 flash backward"}};
-  const auto run_naive = [&] { attention::naive_forward(naive, S.data<float>()); };
-  const auto run_forward = [&] { attention::flash_forward(a); };
-  const auto run_backward = [&] { attention::flash_backward(g); };
-  run_naive();
-  run_forward();
-  run_backward();
+  std::vector<RungRun> runs = {{"01 naive forward"},
+                               {"02 fa1 forward"},
+                               {"03 fa2 forward"},
+                               {"04 fa2 backward"},
+                               {"05 fa2 forward bf16 tensor cores"}};
+  const std::vector<std::function<void()>> rung = {
+      [&] { attention::naive_forward(naive, S.data<float>()); },
+      [&] { attention::fa1_forward(fa1, row_sum.data<float>()); },
+      [&] { attention::flash_forward(a); },
+      [&] { attention::flash_backward(g); },  // from rung 03's out and lse
+      [&] { attention::flash_forward_bf16_tc(tc); }};
+  for (const auto& run : rung) run();
   if (check) {
     // The CPU's causal attention at positions 0..T-1: out and lse, then the gradients.
     std::vector<std::int32_t> pos(static_cast<std::size_t>(T));
@@ -101,18 +133,22 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
     Tensor rq = Tensor::empty({B, T, H, D}), rk = Tensor::empty({B, T, G, D}), rv = Tensor::empty({B, T, G, D});
     ops::attention_backward(dout, q, k, v, Tensor(), rq, rk, rv);
     runs[0].error = relative_error(out_naive, ref_out);
-    runs[1].error = std::max(relative_error(out, ref_out), relative_error(lse, ref_lse));
-    runs[2].error = std::max({relative_error(dq, rq), relative_error(dk, rk), relative_error(dv, rv)});
+    runs[1].error = std::max(relative_error(out_fa1, ref_out), relative_error(lse_fa1, ref_lse));
+    runs[2].error = std::max(relative_error(out, ref_out), relative_error(lse, ref_lse));
+    runs[3].error = std::max({relative_error(dq, rq), relative_error(dk, rk), relative_error(dv, rv)});
+    // Rung 05 against the fp32 attention of the rounded inputs: what is left is its own bf16 P.
+    Tensor ref16_out = Tensor::empty({B, T, H, D}), ref16_lse = Tensor::empty({B, H, T});
+    ops::attention_block_forward(q16.values, k16.values, v16.values, positions, positions, ref16_out, ref16_lse);
+    runs[4].error = std::max(relative_error(out_tc, ref16_out), relative_error(lse_tc, ref16_lse));
   }
   if (reps > 0) {
     const double forward_flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T) *
                                  static_cast<double>(D) / 2.0;
-    runs[0].ms = median_ms(run_naive, reps, gpu);
-    runs[1].ms = median_ms(run_forward, reps, gpu);
-    runs[2].ms = median_ms(run_backward, reps, gpu);
-    runs[0].tflops = forward_flops / (runs[0].ms * 1e9);
-    runs[1].tflops = forward_flops / (runs[1].ms * 1e9);
-    runs[2].tflops = 2.5 * forward_flops / (runs[2].ms * 1e9);
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      runs[r].ms = median_ms(rung[r], reps, gpu);
+      const bool backward = r == 3;
+      runs[r].tflops = (backward ? 2.5 : 1.0) * forward_flops / (runs[r].ms * 1e9);
+    }
   }
   return runs;
 }

@@ -6,9 +6,10 @@
 //      flash keeps tiles and the log-sum-exp. The memory column is the tracker's peak above the
 //      inputs and outputs: quadratic for naive, flat for flash.
 //   3. The model trained with each attention for --steps steps: the same losses, and the peak
-//      activation memory of each.
-//   4. With a GPU: the CUDA ladder (kernels/attention: 01 naive, 02 FA2-style forward, 03 its
-//      backward), each rung's error against the CPU at a small shape and its TFLOP/s at
+//      activation memory of each; on --device (auto: a GPU when one is visible, where flash is the
+//      ladder's FA2 kernels).
+//   4. With a GPU: the CUDA ladder (kernels/attention: 01 naive, 02 FA1-style forward, 03 FA2-style
+//      forward, 04 its backward, 05 the FA2 forward on tensor cores, bf16), each rung's error against the CPU at a small shape and its TFLOP/s at
 //      B 1, T --gpu-seq, H 16, D 128 (bench/attention_sdpa.py adds PyTorch's SDPA beside it).
 // Writes <out>/summary.json, attention_vs_seq.csv (plots/ch12_attention_vs_seq.py) and, with a
 // GPU, gpu_ladder.csv.
@@ -48,7 +49,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("bench-heads", 8, "heads of the table's attention (head dim 64)", 1, 128);
   cli.add_int("gpu-seq", 4096, "sequence length of the GPU ladder's timing (B 1, H 16, D 128)", 16, 16384);
   if (!rt.parse(cli, argc, argv)) return 0;
-  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   std::vector<std::int64_t> seqs;
   rt.agree([&] { seqs = parse_size_list(cli.get_string("seqs"), "--seqs", 1, 1 << 16); });
   const FlashTiles tiles{cli.get_int("q-rows"), cli.get_int("k-cols")};
@@ -97,8 +98,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   double gap = 0;
   for (std::size_t s = 0; s < naive.losses.size(); ++s)
     gap = std::max(gap, std::fabs(naive.losses[s] - flash.losses[s]) / naive.losses[s]);
-  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens with each attention:\n", cfg.model.str().c_str(),
-              static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs), static_cast<long long>(cfg.seq));
+  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens with each attention, on %s:\n", cfg.model.str().c_str(),
+              static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs), static_cast<long long>(cfg.seq),
+              cfg.device.str().c_str());
   std::printf("   %-6s %-60s %s\n", "", "losses", "peak activations MiB");
   for (const auto& [name, run] : {std::pair{"naive", &naive}, std::pair{"flash", &flash}}) {
     std::string losses;
@@ -112,16 +114,17 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   if (gpu_ladder_available()) {
     const LadderShape small{2, 300, 4, 2, 64}, big{1, static_cast<int>(cli.get_int("gpu-seq")), 16, 16, 128};
     const std::vector<RungRun> checked = run_gpu_ladder(small, 0, true), timed = run_gpu_ladder(big, 10, false);
-    std::printf("\n4. The CUDA ladder, fp32, causal: error against the CPU at B 2, T 300, H 4 on G 2, D 64 (largest |Δ|\n"
-                "   over the largest value), TFLOP/s at B 1, T %d, H 16, D 128 (causal count: 2·B·H·T²·D forward,\n"
-                "   2.5× that backward)\n",
+    std::printf("\n4. The CUDA ladder, causal, fp32 (rung 05: bf16 inputs, checked against the fp32 attention of the\n"
+                "   same bf16 values): error against the CPU at B 2, T 300, H 4 on G 2, D 64 (largest |Δ| over the\n"
+                "   largest value), TFLOP/s at B 1, T %d, H 16, D 128 (causal count: 2·B·H·T²·D forward, 2.5× that\n"
+                "   backward)\n",
                 big.seq);
-    std::printf("   %-18s %10s %10s %8s\n", "rung", "error", "ms", "TFLOP/s");
+    std::printf("   %-34s %10s %10s %8s\n", "rung", "error", "ms", "TFLOP/s");
     j.key("gpu_ladder").begin_array();
     std::vector<RungRun> rows = timed;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       rows[i].error = checked[i].error;
-      std::printf("   %-18s %10.2e %10.3f %8.2f\n", rows[i].rung.c_str(), rows[i].error, rows[i].ms, rows[i].tflops);
+      std::printf("   %-34s %10.2e %10.3f %8.2f\n", rows[i].rung.c_str(), rows[i].error, rows[i].ms, rows[i].tflops);
       j.begin_object()
           .field("rung", rows[i].rung)
           .field("error", rows[i].error)

@@ -19,7 +19,8 @@ class ContextParallel {
  public:
   virtual ~ContextParallel() = default;
 
-  // The positions in the whole sequence of this rank's tokens of each sequence: [T] i32.
+  // The positions in the whole sequence of this rank's tokens of each sequence: [T] i32 on the
+  // activations' device, or an undefined tensor for 0..T-1 (the whole sequence on this rank).
   virtual const Tensor& positions(std::int64_t tokens) const = 0;
 
   // Causal attention of this rank's queries over the whole sequence: q [B, T, H, D] (after RoPE),

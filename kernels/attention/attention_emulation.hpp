@@ -9,9 +9,13 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/attention/fa1_bodies.hpp"
 #include "kernels/attention/flash_backward_bodies.hpp"
 #include "kernels/attention/flash_bodies.hpp"
 #include "kernels/attention/naive_bodies.hpp"
+#include "kernels/attention/tc_flash_bodies.hpp"
+#include "common/error.hpp"
+#include "kernels/tensor_core/host_warp.hpp"
 
 namespace usp::attention {
 
@@ -30,7 +34,27 @@ inline void emulate_naive_forward(const AttentionF32& a, float* S) {
         for (int e = 0; e < a.D; ++e) naive_output(a, b, h, i, e, S);
 }
 
-// Rung 02: one block per (b, h, query tile); its threads' registers as arrays.
+// Rung 02: one block per (b, h); thread t owns rows t, t + kBlockRows, ... row_sum: [B, H, T].
+inline void emulate_fa1_forward(const AttentionF32& a, float* row_sum) {
+  std::vector<float> Ks(kBlockCols * a.D), Vs(kBlockCols * a.D);  // the block's shared memory
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h) {
+      const int g = h / (a.H / a.G);
+      for (int i = 0; i < a.T; ++i) fa1_init_row(a, b, h, i, row_sum);
+      for (int j0 = 0; j0 < a.T; j0 += kBlockCols) {
+        const int nk = std::min(kBlockCols, a.T - j0);
+        for (int t = 0; t < kBlockRows; ++t) load_kv_tile(a, b, g, j0, nk, t, Ks.data(), Vs.data());
+        // __syncthreads()
+        for (int t = 0; t < kBlockRows; ++t)
+          for (int i = fa1_first_query_tile(a, j0) + t; i < a.T; i += kBlockRows)
+            fa1_row_tile_update(a, b, h, i, Ks.data(), Vs.data(), j0, nk, row_sum);
+        // __syncthreads()
+      }
+      for (int i = 0; i < a.T; ++i) fa1_finish_row(a, b, h, i, row_sum);
+    }
+}
+
+// Rung 03: one block per (b, h, query tile); its threads' registers as arrays.
 inline void emulate_flash_forward(const AttentionF32& a) {
   std::vector<float> Ks(kBlockCols * a.D), Vs(kBlockCols * a.D);      // the block's shared memory
   std::vector<float> q(kBlockRows * a.D), acc(kBlockRows * a.D), m(kBlockRows), l(kBlockRows);  // registers
@@ -60,7 +84,7 @@ inline void emulate_flash_forward(const AttentionF32& a) {
       }
 }
 
-// Rung 03: delta's grid, then one block per (b, h, key tile); a thread's registers as arrays.
+// Rung 04: delta's grid, then one block per (b, h, key tile); a thread's registers as arrays.
 inline void emulate_flash_backward(const AttentionBackwardF32& g) {
   const AttentionF32& a = g.f;
   const std::size_t nq = static_cast<std::size_t>(a.B) * a.T * a.H * a.D, nkv = static_cast<std::size_t>(a.B) * a.T * a.G * a.D;
@@ -94,6 +118,28 @@ inline void emulate_flash_backward(const AttentionBackwardF32& g) {
         for (int t = 0; t < kBlockCols && j0 + t < a.T; ++t)
           write_key_grads(g, b, h, j0 + t, dk.data() + t * a.D, dv.data() + t * a.D);
       }
+}
+
+// Rung 05: every block of the grid in turn, its 128 threads as 128 host threads running the
+// kernel's own body with HostLane's barriers, shuffles and mma (host_warp.hpp).
+template <int D>
+void emulate_flash_forward_bf16_tc_d(const AttentionBf16& a) {
+  std::vector<std::uint16_t> smem(kTcSharedElems<D>);
+  for (int b = 0; b < a.f.B; ++b)
+    for (int h = 0; h < a.f.H; ++h)
+      for (int tile = 0; tile * kTcRows < a.f.T; ++tile)
+        mma::run_host_block(kTcThreads, [&](int t, mma::HostLane& lane) {
+          tc_forward_block<D>(a, tile, h, b, t, smem.data(), lane);
+        });
+}
+
+inline void emulate_flash_forward_bf16_tc(const AttentionBf16& a) {
+  if (a.f.D == 64)
+    emulate_flash_forward_bf16_tc_d<64>(a);
+  else if (a.f.D == 128)
+    emulate_flash_forward_bf16_tc_d<128>(a);
+  else
+    throw Error("emulate_flash_forward_bf16_tc: head dim 64 or 128 only");
 }
 
 }  // namespace usp::attention

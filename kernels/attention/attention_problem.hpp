@@ -31,6 +31,10 @@ USP_HD std::int64_t q_offset(const AttentionF32& a, int b, int i, int h) {
 USP_HD std::int64_t kv_offset(const AttentionF32& a, int b, int j, int g) {
   return ((static_cast<std::int64_t>(b) * a.T + j) * a.G + g) * a.D;
 }
+// Offset of query row i of head h in the [B, H, T] per-row arrays (lse, the backward's delta).
+USP_HD std::int64_t row_offset(const AttentionF32& a, int b, int h, int i) {
+  return (static_cast<std::int64_t>(b) * a.H + h) * a.T + i;
+}
 USP_HD bool visible(const AttentionF32& a, int i, int j) { return !a.causal || j <= i; }
 
 }  // namespace usp::attention

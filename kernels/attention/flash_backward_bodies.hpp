@@ -1,4 +1,4 @@
-// Rung 03, FlashAttention-2's backward: a block per (key tile of kBlockCols keys, query head,
+// Rung 04, FlashAttention-2's backward: a block per (key tile of kBlockCols keys, query head,
 // batch), a thread per key. Each thread keeps its key's k, v and its dk, dv accumulators in
 // registers; the block walks over the query tiles that see its keys, staging q, dout, lse and
 // delta of kBlockRows queries in shared memory, and every thread recomputes its column of the
@@ -7,7 +7,7 @@
 //   dk_j += scale·ds·q_i,  dq_i += scale·ds·k_j   (dq_i gathers every key's share: an atomic add)
 // At the end dk, dv are added to the kv head's gradients (the H/G query heads of a group share
 // them: atomic adds too). delta_i = Σ_e dout_ie·out_ie comes first, one thread per query row.
-// The kernels (03_flash_backward.cu) and the CPU emulation call these same bodies.
+// The kernels (04_fa2_backward.cu) and the CPU emulation call these same bodies.
 #pragma once
 #include <cmath>
 
@@ -38,7 +38,7 @@ USP_HD void delta_row(const AttentionBackwardF32& g, int b, int h, int i) {
   const std::int64_t o = q_offset(g.f, b, i, h);
   float sum = 0;
   for (int e = 0; e < g.f.D; ++e) sum += g.dout[o + e] * g.f.out[o + e];
-  g.delta[(static_cast<std::int64_t>(b) * g.f.H + h) * g.f.T + i] = sum;
+  g.delta[row_offset(g.f, b, h, i)] = sum;
 }
 
 // Thread t's share of a query tile's loads: rows t, t + kBlockCols, ... of q and dout for queries
@@ -52,7 +52,7 @@ USP_HD void load_q_tile(const AttentionBackwardF32& g, int b, int h, int i0, int
       Qs[r * a.D + e] = a.q[o + e];
       dOs[r * a.D + e] = g.dout[o + e];
     }
-    const std::int64_t row = (static_cast<std::int64_t>(b) * a.H + h) * a.T + i0 + r;
+    const std::int64_t row = row_offset(a, b, h, i0 + r);
     Ls[r] = a.lse[row];
     Ds[r] = g.delta[row];
   }

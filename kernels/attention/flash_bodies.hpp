@@ -1,11 +1,11 @@
-// Rung 02, FlashAttention-2's forward: one thread block per (batch, head, tile of kBlockRows
+// Rung 03, FlashAttention-2's forward: one thread block per (batch, head, tile of kBlockRows
 // queries), one thread per query row. The block walks over tiles of kBlockCols keys: its threads
 // load the tile of K and V into shared memory together (load_kv_tile), wait, and each folds the
 // tile into its own row's online softmax (row_tile_update: the running max m, sum l and the
 // unnormalised output acc in registers), wait again before the next tile overwrites the shared
 // memory. S and P never leave the registers; HBM sees q, k, v once per query tile and out once.
 // Causal: the block stops at the key tile that holds its last query's diagonal.
-// The kernel (02_flash_forward.cu) and the CPU emulation (attention_emulation.hpp) call these
+// The kernel (03_fa2_forward.cu) and the CPU emulation (attention_emulation.hpp) call these
 // same bodies.
 #pragma once
 #include <cmath>
@@ -54,7 +54,7 @@ USP_HD void row_tile_update(const AttentionF32& a, int i, const float* q, const 
 USP_HD void write_row(const AttentionF32& a, int b, int h, int i, float m, float l, const float* acc) {
   float* o = a.out + q_offset(a, b, i, h);
   for (int e = 0; e < a.D; ++e) o[e] = acc[e] / l;
-  a.lse[(static_cast<std::int64_t>(b) * a.H + h) * a.T + i] = m + logf(l);
+  a.lse[row_offset(a, b, h, i)] = m + logf(l);
 }
 
 }  // namespace usp::attention

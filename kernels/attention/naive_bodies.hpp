@@ -14,7 +14,7 @@ namespace usp::attention {
 
 // S / P element (b, h, i, j) at ((b·H + h)·T + i)·T + j.
 USP_HD std::int64_t s_offset(const AttentionF32& a, int b, int h, int i) {
-  return ((static_cast<std::int64_t>(b) * a.H + h) * a.T + i) * a.T;
+  return row_offset(a, b, h, i) * a.T;
 }
 
 USP_HD void naive_score(const AttentionF32& a, int b, int h, int i, int j, float* S) {
@@ -37,7 +37,7 @@ USP_HD void naive_softmax_row(const AttentionF32& a, int b, int h, int i, float*
   for (int j = 0; j < a.T; ++j) l += expf(row[j] - m);
   const float lse = m + logf(l);
   for (int j = 0; j < a.T; ++j) row[j] = expf(row[j] - lse);
-  a.lse[(static_cast<std::int64_t>(b) * a.H + h) * a.T + i] = lse;
+  a.lse[row_offset(a, b, h, i)] = lse;
 }
 
 USP_HD void naive_output(const AttentionF32& a, int b, int h, int i, int e, const float* P) {

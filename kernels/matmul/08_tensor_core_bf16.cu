@@ -4,8 +4,8 @@
 // one FMA per thread, on tensor cores with many times the throughput of the fp32 units; bf16
 // also halves the bytes each tile load moves.
 //
-// The instruction (PTX, sm_80 and newer; Hopper's faster wgmma needs sm_90a and is left for
-// later chapters):
+// The instruction (PTX, sm_80 and newer, kernels/tensor_core/m16n8k16.hpp; Hopper's faster wgmma
+// needs sm_90a and is left for later chapters):
 //   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32  D(16×8) = A(16×16)·B(16×8) + C(16×8)
 // Each of the 32 lanes holds a fixed piece of each operand ("fragment"), with
 // grp = lane / 4 and tg = lane % 4:
@@ -34,6 +34,7 @@
 #include "common/error.hpp"
 #include "kernels/matmul/epilogue.hpp"
 #include "kernels/matmul/rungs.hpp"
+#include "kernels/tensor_core/m16n8k16.hpp"
 
 namespace usp::matmul {
 namespace {
@@ -49,20 +50,6 @@ constexpr int kChunksA = BM * BK / kChunk / kThreads, kChunksB = BK * BN / kChun
 static_assert(kChunksA == 2 && kChunksB == 2, "each thread copies two 16-byte chunks of each tile");
 static_assert((LDA * 2) % 16 == 0 && (LDB * 2) % 16 == 0, "padded rows keep 16-byte alignment");
 
-// D += A·B for one m16n8k16 tile, fragments as in the header comment.
-__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4],
-                                                  const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#elif defined(__CUDA_ARCH__)
-  __trap();  // compiled for a GPU without bf16 mma: the launcher refuses to get here
-#endif
-}
-
 // Copies m[row][col .. col+8) of a rows×cols bf16 matrix to dst (shared), zeros outside.
 template <bool kVec>
 __device__ __forceinline__ void copy8(std::uint16_t* dst, const std::uint16_t* m, int rows, int cols, int row,
@@ -76,10 +63,6 @@ __device__ __forceinline__ void copy8(std::uint16_t* dst, const std::uint16_t* m
     for (int q = 0; q < kChunk; ++q)
       dst[q] = (row < rows && col + q < cols) ? m[row * cols + col + q] : std::uint16_t{0};
   }
-}
-
-std::uint32_t __device__ __forceinline__ pack(std::uint16_t lo, std::uint16_t hi) {
-  return static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
 }
 
 template <bool kVec>
@@ -118,13 +101,13 @@ __global__ void __launch_bounds__(kThreads) tensor_core_kernel(GemmBf16 p) {
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
         const std::uint16_t* s = &Bs[(kk + 2 * tg) * LDB + warp_col + nt * MMA_N + grp];
-        b[nt][0] = pack(s[0], s[LDB]);
-        b[nt][1] = pack(s[8 * LDB], s[9 * LDB]);
+        b[nt][0] = mma::pack(s[0], s[LDB]);
+        b[nt][1] = mma::pack(s[8 * LDB], s[9 * LDB]);
       }
 #pragma unroll
       for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < kTilesN; ++nt) mma_m16n8k16_bf16(acc[mt][nt], a[mt], b[nt]);
+        for (int nt = 0; nt < kTilesN; ++nt) mma::mma_bf16(acc[mt][nt], a[mt], b[nt]);
     }
     __syncthreads();
   }
@@ -150,12 +133,7 @@ __global__ void __launch_bounds__(kThreads) tensor_core_kernel(GemmBf16 p) {
 // B are 16-byte aligned; otherwise the element-wise path (same result).
 void matmul_08_tensor_core_bf16(const GemmBf16& p) {
   check_gemm(p, "matmul_08_tensor_core_bf16", BM);
-  int device = 0, major = 0;
-  USP_CUDA_CHECK(cudaGetDevice(&device));
-  USP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (major < 8)
-    throw Error("matmul_08_tensor_core_bf16: bf16 mma.sync needs compute capability 8.0 or newer; this GPU is " +
-                std::to_string(major) + ".x");
+  mma::require_bf16_mma("matmul_08_tensor_core_bf16");
   const auto aligned16 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
   const dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
   if (p.K % kChunk == 0 && p.N % kChunk == 0 && aligned16(p.A) && aligned16(p.B))

@@ -3,6 +3,7 @@
 // the whole tiled attention against the naive one — outputs, log-sum-exp and gradients, causal and
 // not, fp32 and bf16 inputs, on shapes that are no tile multiple, with GQA; its extra memory flat
 // in T where the naive attention's grows as T²; the model trained with it gives the same losses.
+// [gpu]: the model on CUDA with the flash hook (the ladder's FA2 kernels) gives the CPU's losses.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "chapters/12_flash_attention/flash_attention.hpp"
 #include "chapters/12_flash_attention/flash_tiles.hpp"
 #include "chapters/12_flash_attention/flash_training.hpp"
+#include "common/device.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/ops/ops.hpp"
 #include "tests/support/small_model.hpp"
@@ -156,5 +158,31 @@ TEST_CASE("the model trained with flash attention gives the naive attention's lo
     CHECK(std::fabs(flash.losses[s] - naive.losses[s]) <= 1e-5 * naive.losses[s]);
   // Flash keeps [B, H, T] log-sum-exps instead of [B, H, T, T] probabilities per layer.
   CHECK(naive.peak_activation_bytes - flash.peak_activation_bytes ==
+        cfg.model.layers * (2 * 4 * 45 * 45 * 4 - 2 * 4 * 45 * 4));
+}
+
+TEST_CASE("the model on CUDA with flash attention (the FA2 kernels) gives the CPU's losses", "[ch12][gpu]") {
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  TrainingConfig cfg;
+  cfg.model = testing::small_model(
+      {.name = "flash-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 40});
+  cfg.seq = 45;  // under the kernels' 64-row tiles: masked tails in every tile
+  cfg.mbs = 2;
+  cfg.steps = 3;
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const TrainingRun cpu = train_with(cfg, *data, true, {16, 8});
+  cfg.device = Device::cuda(0);
+  const TrainingRun gpu = train_with(cfg, *data, true, {16, 8}), gpu_naive = train_with(cfg, *data, false, {16, 8});
+  REQUIRE(gpu.losses.size() == 3);
+  // fp32 on both sides in other summation orders (tests/model/test_model_cuda.cpp: 1e-5 of the loss
+  // over three steps), and the same lse-for-probabilities trade on the device's tracker.
+  for (std::size_t s = 0; s < cpu.losses.size(); ++s) {
+    INFO("step " << s << ": CPU " << cpu.losses[s] << ", CUDA " << gpu.losses[s]);
+    CHECK(std::fabs(gpu.losses[s] - cpu.losses[s]) <= 1e-5 * cpu.losses[s]);
+  }
+  CHECK(gpu_naive.peak_activation_bytes - gpu.peak_activation_bytes ==
         cfg.model.layers * (2 * 4 * 45 * 45 * 4 - 2 * 4 * 45 * 4));
 }

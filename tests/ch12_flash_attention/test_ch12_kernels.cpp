@@ -1,15 +1,17 @@
 // Chapter 12's CUDA ladder without a GPU, and with one. The kernels' bodies (kernels/attention:
-// naive_bodies.hpp, flash_bodies.hpp) run on the CPU through the emulation of their grids
-// (attention_emulation.hpp) on shapes that are no multiple of the 64-row tiles (T = 100, 65),
+// naive_bodies.hpp, fa1_bodies.hpp, flash_bodies.hpp, flash_backward_bodies.hpp) run on the CPU
+// through the emulation of their grids (attention_emulation.hpp) on shapes that are no multiple of the 64-row tiles (T = 100, 65),
 // head dim 20 and 128, GQA, causal and not: out and lse against ops::attention_block_forward,
 // dq, dk, dv against ops::attention_block_backward.
 // [gpu]: the real kernels against the same reference; they skip with a warning without a GPU.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <vector>
 
 #include "common/device.hpp"
+#include "common/float_formats.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 #include "kernels/attention/attention_emulation.hpp"
@@ -81,17 +83,79 @@ TEST_CASE("attention ladder on the CPU: the rungs' bodies over their grids equal
     check_close(lse, r.lse, "rung 01 lse");
     std::fill(out.begin(), out.end(), NAN);
     std::fill(lse.begin(), lse.end(), NAN);
-    emulate_flash_forward(problem(c, r.q.data(), r.k.data(), r.v.data(), out.data(), lse.data()));
+    std::vector<float> row_sum(r.lse.size(), NAN);
+    emulate_fa1_forward(problem(c, r.q.data(), r.k.data(), r.v.data(), out.data(), lse.data()), row_sum.data());
     check_close(out, r.out, "rung 02 out");
     check_close(lse, r.lse, "rung 02 lse");
-    // Rung 03 from the reference's out and lse.
+    std::fill(out.begin(), out.end(), NAN);
+    std::fill(lse.begin(), lse.end(), NAN);
+    emulate_flash_forward(problem(c, r.q.data(), r.k.data(), r.v.data(), out.data(), lse.data()));
+    check_close(out, r.out, "rung 03 out");
+    check_close(lse, r.lse, "rung 03 lse");
+    // Rung 04 from the reference's out and lse.
     std::vector<float> dq(r.dq.size(), NAN), dk(r.dk.size(), NAN), dv(r.dv.size(), NAN), delta(r.lse.size(), NAN);
     const AttentionF32 f = problem(c, r.q.data(), r.k.data(), r.v.data(), const_cast<float*>(r.out.data()),
                                    const_cast<float*>(r.lse.data()));
     emulate_flash_backward({f, r.dout.data(), delta.data(), dq.data(), dk.data(), dv.data()});
-    check_close(dq, r.dq, "rung 03 dq");
-    check_close(dk, r.dk, "rung 03 dk");
-    check_close(dv, r.dv, "rung 03 dv");
+    check_close(dq, r.dq, "rung 04 dq");
+    check_close(dk, r.dk, "rung 04 dk");
+    check_close(dv, r.dv, "rung 04 dv");
+  }
+}
+
+// Rung 05 takes bf16 q, k, v: the reference is the fp32 attention of the same bf16 values (their
+// products are exact in fp32). What differs: P is rounded to bf16 before P·v, a relative error of
+// at most 2^-9 per weight, and the weights sum to 1, so |Δout| <= 2^-9·max|v|; the bound is twice
+// that for the fp32 sums in another order and l summed from the unrounded p. lse sees no bf16
+// rounding: fp32 tolerance, as above.
+struct Bf16Problem {
+  Case c;
+  std::vector<std::uint16_t> q, k, v;
+  Reference r;  // of the rounded values
+  float max_v = 0;
+};
+
+Bf16Problem bf16_problem(const Case& c) {
+  Bf16Problem p{c, {}, {}, {}, reference(c), 0};
+  const auto round = [](std::vector<float>& x, std::vector<std::uint16_t>& bits) {
+    bits.resize(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) bits[i] = float_to_bf16(x[i]), x[i] = bf16_to_float(bits[i]);
+  };
+  Reference rounded = p.r;
+  round(rounded.q, p.q), round(rounded.k, p.k), round(rounded.v, p.v);
+  const Shape qs{c.B, c.T, c.H, c.D}, ks{c.B, c.T, c.G, c.D};
+  Tensor qp = Tensor::empty({c.T}, DType::i32), kp = Tensor::empty({c.T}, DType::i32);
+  for (int i = 0; i < c.T; ++i) qp.data<std::int32_t>()[i] = i, kp.data<std::int32_t>()[i] = c.causal ? i : 0;
+  Tensor out = Tensor::empty(qs), lse = Tensor::empty({c.B, c.H, c.T});
+  ops::attention_block_forward(Tensor::from_floats(rounded.q, qs), Tensor::from_floats(rounded.k, ks),
+                               Tensor::from_floats(rounded.v, ks), qp, kp, out, lse);
+  p.r.out = out.to_floats(), p.r.lse = lse.to_floats();
+  for (float x : rounded.v) p.max_v = std::max(p.max_v, std::fabs(x));
+  return p;
+}
+
+void check_within(const std::vector<float>& got, const std::vector<float>& want, double bound, const char* what) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= worst)) worst = std::fabs(got[i] - want[i]), at = i;  // NaN lands here
+  INFO(what << ": largest difference " << worst << " at element " << at << " (expected " << want[at] << ", got "
+            << got[at] << ", bound " << bound << ")");
+  CHECK(worst <= bound);
+}
+
+const Case kTcCases[] = {{1, 100, 4, 2, 64, true}, {1, 100, 2, 1, 64, false}, {1, 65, 2, 2, 128, true}};
+
+TEST_CASE("attention rung 05 on the CPU: the tensor-core kernel's own body on 128 host threads", "[ch12]") {
+  for (const Case& c : kTcCases) {
+    INFO("B " << c.B << " T " << c.T << " H " << c.H << " G " << c.G << " D " << c.D << (c.causal ? " causal" : " full"));
+    const Bf16Problem p = bf16_problem(c);
+    std::vector<float> out(p.r.out.size(), NAN), lse(p.r.lse.size(), NAN);
+    AttentionBf16 a{problem(c, nullptr, nullptr, nullptr, out.data(), lse.data()), p.q.data(), p.k.data(), p.v.data()};
+    emulate_flash_forward_bf16_tc(a);
+    check_within(out, p.r.out, std::ldexp(p.max_v, -8), "rung 05 out");
+    check_within(lse, p.r.lse, 2e-5, "rung 05 lse");
   }
 }
 
@@ -115,16 +179,49 @@ TEST_CASE("attention ladder on the GPU: every rung equals the reference", "[ch12
     naive_forward(a, S.data<float>());
     check_close(out.to(Device::cpu()).to_floats(), r.out, "rung 01 out");
     check_close(lse.to(Device::cpu()).to_floats(), r.lse, "rung 01 lse");
-    flash_forward(a);
+    Tensor row_sum = up(std::vector<float>(r.lse.size(), NAN));
+    fa1_forward(a, row_sum.data<float>());
     check_close(out.to(Device::cpu()).to_floats(), r.out, "rung 02 out");
     check_close(lse.to(Device::cpu()).to_floats(), r.lse, "rung 02 lse");
+    flash_forward(a);
+    check_close(out.to(Device::cpu()).to_floats(), r.out, "rung 03 out");
+    check_close(lse.to(Device::cpu()).to_floats(), r.lse, "rung 03 lse");
     const Tensor dout = up(r.dout);
     Tensor dq = up(std::vector<float>(r.dq.size(), NAN)), dk = up(std::vector<float>(r.dk.size(), NAN));
     Tensor dv = up(std::vector<float>(r.dv.size(), NAN)), delta = up(std::vector<float>(r.lse.size(), NAN));
     flash_backward({a, dout.data<float>(), delta.data<float>(), dq.data<float>(), dk.data<float>(), dv.data<float>()});
-    check_close(dq.to(Device::cpu()).to_floats(), r.dq, "rung 03 dq");
-    check_close(dk.to(Device::cpu()).to_floats(), r.dk, "rung 03 dk");
-    check_close(dv.to(Device::cpu()).to_floats(), r.dv, "rung 03 dv");
+    check_close(dq.to(Device::cpu()).to_floats(), r.dq, "rung 04 dq");
+    check_close(dk.to(Device::cpu()).to_floats(), r.dk, "rung 04 dk");
+    check_close(dv.to(Device::cpu()).to_floats(), r.dv, "rung 04 dv");
+  }
+#endif
+}
+
+TEST_CASE("attention rung 05 on the GPU: the tensor-core kernel equals the reference", "[ch12][gpu]") {
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+#if defined(USP_HAVE_CUDA)
+  const Device gpu = Device::cuda(0);
+  for (const Case& c : kTcCases) {
+    INFO("B " << c.B << " T " << c.T << " H " << c.H << " G " << c.G << " D " << c.D << (c.causal ? " causal" : " full"));
+    const Bf16Problem p = bf16_problem(c);
+    const auto up = [&](const std::vector<std::uint16_t>& bits) {
+      Tensor t = Tensor::empty({static_cast<std::int64_t>(bits.size())}, DType::bf16);
+      std::copy(bits.begin(), bits.end(), t.data<std::uint16_t>());
+      return t.to(gpu, MemCategory::Temporary);
+    };
+    const Tensor q = up(p.q), k = up(p.k), v = up(p.v);
+    Tensor out = Tensor::from_floats(std::vector<float>(p.r.out.size(), NAN), {static_cast<std::int64_t>(p.r.out.size())})
+                     .to(gpu, MemCategory::Temporary);
+    Tensor lse = Tensor::from_floats(std::vector<float>(p.r.lse.size(), NAN), {static_cast<std::int64_t>(p.r.lse.size())})
+                     .to(gpu, MemCategory::Temporary);
+    const AttentionBf16 a{problem(c, nullptr, nullptr, nullptr, out.data<float>(), lse.data<float>()),
+                          q.data<std::uint16_t>(), k.data<std::uint16_t>(), v.data<std::uint16_t>()};
+    flash_forward_bf16_tc(a);
+    check_within(out.to(Device::cpu()).to_floats(), p.r.out, std::ldexp(p.max_v, -8), "rung 05 out");
+    check_within(lse.to(Device::cpu()).to_floats(), p.r.lse, 2e-5, "rung 05 lse");
   }
 #endif
 }

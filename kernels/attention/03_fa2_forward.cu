@@ -1,4 +1,4 @@
-// Attention rung 02, FlashAttention-2's forward (flash_bodies.hpp): a block of kBlockRows threads
+// Attention rung 03, FlashAttention-2's forward (flash_bodies.hpp): a block of kBlockRows threads
 // per (query tile, head, batch), one query row per thread, K/V tiles of kBlockCols keys staged in
 // shared memory, the online softmax and the output accumulator in registers. S and P never touch
 // global memory.

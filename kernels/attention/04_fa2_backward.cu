@@ -1,4 +1,4 @@
-// Attention rung 03, FlashAttention-2's backward (flash_backward_bodies.hpp): delta first (a thread
+// Attention rung 04, FlashAttention-2's backward (flash_backward_bodies.hpp): delta first (a thread
 // per query row), then a block of kBlockCols threads per (key tile, head, batch), a thread per
 // key, query tiles staged in shared memory, the probabilities recomputed from the saved lse.
 #include <cuda_runtime.h>
