@@ -120,9 +120,12 @@ bool Runtime::ranks_share_gpu(Device device) {
   std::copy(uuid.begin(), uuid.end(), mine.data<std::uint8_t>());
   Tensor all = Tensor::empty({16 * size_}, DType::e4m3, MemCategory::CommBuffer);
   world_->all_gather(mine, all);
+  // Any pair, not only pairs with this rank: a rank alone on its GPU must still choose what the
+  // ranks sharing one choose, or the two kinds would wait in different backends.
   const std::uint8_t* bytes = all.data<std::uint8_t>();
   for (int r = 0; r < size_; ++r)
-    if (r != rank_ && std::equal(bytes + 16 * r, bytes + 16 * (r + 1), uuid.begin())) return true;
+    for (int s = r + 1; s < size_; ++s)
+      if (std::equal(bytes + 16 * r, bytes + 16 * (r + 1), bytes + 16 * s)) return true;
   return false;
 }
 
@@ -144,7 +147,7 @@ std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend bac
     case CommBackend::nccl:
 #if defined(USP_HAVE_NCCL) && defined(USP_HAVE_MPI)
       if (!own_gpu)
-        throw UsageError("--backend nccl needs one GPU per rank, but ranks on this node share a "
+        throw UsageError("--backend nccl needs one GPU per rank, but ranks of this job share a "
                          "GPU (use --backend host-staged, or fewer ranks per node)");
       return make_nccl(*world_, device);
 #else

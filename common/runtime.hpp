@@ -73,7 +73,8 @@ class Runtime {
   [[noreturn]] void abort(int code);
 
  private:
-  // Collective: whether another rank drives the same physical GPU as this one.
+  // Collective: whether any two ranks of the job drive the same physical GPU (the same answer on
+  // every rank, so that every rank picks the same backend).
   bool ranks_share_gpu(Device device);
   // The watchdog's view of a wait on every other rank of the world (start-up, shut-down).
   watchdog::Subject world_wait(const char* what) const;

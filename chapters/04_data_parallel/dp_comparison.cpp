@@ -4,8 +4,8 @@
 
 namespace usp::ch04 {
 
-VariantRun run_variant(const DpConfig& cfg, Communicator& comm, const Dataset& data, std::int64_t steps,
-                       const std::string& trace_dir) {
+VariantRun run_variant(const DpConfig& cfg, Communicator& comm, Communicator& host, const Dataset& data,
+                       std::int64_t steps, const std::string& trace_dir) {
   MemoryTracker& tracker = MemoryTracker::instance();
   tracker.reset_peak();
   Tracer& tracer = Tracer::instance();
@@ -24,7 +24,7 @@ VariantRun run_variant(const DpConfig& cfg, Communicator& comm, const Dataset& d
     const std::int64_t first_timed = steps > 1 ? 1 : 0;
     for (std::int64_t s = 0; s < steps; ++s) {
       if (s == first_timed) {
-        tracer.align(comm);  // every rank's clock starts at the same barrier
+        tracer.align(host);  // every rank's clock starts at the same barrier
         tracer.enable(true);
       }
       const DpStepStats st = trainer.step(data, s);
@@ -42,10 +42,10 @@ VariantRun run_variant(const DpConfig& cfg, Communicator& comm, const Dataset& d
   }
 
   const CommOverlap mine = comm_overlap(tracer.spans());
-  run.losses = mean_over_ranks(comm, local_losses);
-  const double n = comm.size();
+  run.losses = mean_over_ranks(host, local_losses);
+  const double n = host.size();
   const std::vector<double> sums = mean_over_ranks(
-      comm, {timed_seconds / static_cast<double>(run.timed_steps), run.quiet_micro_batches ? 1.0 : 0.0, mine.comm_us,
+      host, {timed_seconds / static_cast<double>(run.timed_steps), run.quiet_micro_batches ? 1.0 : 0.0, mine.comm_us,
              mine.hidden_us, static_cast<double>(mine.comm_spans), static_cast<double>(mine.overlapping_spans),
              mine.backward_us});
   run.step_seconds = sums[0];
@@ -55,14 +55,14 @@ VariantRun run_variant(const DpConfig& cfg, Communicator& comm, const Dataset& d
   run.overlap.comm_spans = static_cast<int>(sums[4] * n + 0.5);
   run.overlap.overlapping_spans = static_cast<int>(sums[5] * n + 0.5);
   run.overlap.backward_us = sums[6] * n;
-  if (!trace_dir.empty()) write_trace(comm, trace_dir, std::string("trace_") + dp_mode_name(cfg.mode));
+  if (!trace_dir.empty()) write_trace(host, trace_dir, std::string("trace_") + dp_mode_name(cfg.mode));
   tracer.clear();
   return run;
 }
 
 std::vector<double> run_baseline(const TrainingConfig& cfg, const Dataset& data, std::int64_t global_batch,
                                  std::int64_t steps) {
-  ParamStore params(cfg.model, cfg.dtype);
+  ParamStore params(cfg.model, cfg.dtype, cfg.device);
   params.init(cfg.seed);
   Model model(params, cfg.model_options());
   AdamW optimizer(params, cfg.adamw);

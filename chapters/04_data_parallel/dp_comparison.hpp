@@ -27,12 +27,15 @@ struct VariantRun {
 
 // Trains cfg for `steps` steps on every rank of comm (collective). The steps after the first
 // are traced and timed; with trace_dir non-empty, the trace is written there as
-// trace_<mode>.json and trace_<mode>.csv (write_trace).
-VariantRun run_variant(const DpConfig& cfg, Communicator& comm, const Dataset& data, std::int64_t steps,
-                       const std::string& trace_dir);
+// trace_<mode>.json and trace_<mode>.csv (write_trace). comm carries the gradients (tensors on
+// cfg.train.device); host carries the per-rank summaries (CPU values): the same communicator on
+// CPU ranks, the CPU world beside NCCL or host staging on GPUs.
+VariantRun run_variant(const DpConfig& cfg, Communicator& comm, Communicator& host, const Dataset& data,
+                       std::int64_t steps, const std::string& trace_dir);
 
-// The single-rank baseline: one model, the whole global batch (samples [0, global_batch)) in
-// one forward and backward per step, AdamW. Returns the loss of each step. Not collective.
+// The single-rank baseline: one model on cfg.device, the whole global batch (samples
+// [0, global_batch)) in one forward and backward per step, AdamW. Returns the loss of each step.
+// Not collective.
 std::vector<double> run_baseline(const TrainingConfig& cfg, const Dataset& data, std::int64_t global_batch,
                                  std::int64_t steps);
 

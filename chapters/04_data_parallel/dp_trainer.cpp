@@ -3,6 +3,7 @@
 #include <bit>
 #include <chrono>
 
+#include "common/device.hpp"
 #include "common/trace.hpp"
 #include "common/train/training_summary.hpp"
 #include "common/model/unit_spans.hpp"
@@ -10,7 +11,7 @@
 namespace usp::ch04 {
 
 DataParallelTrainer::DataParallelTrainer(const DpConfig& cfg, Communicator& comm) : cfg_(cfg), comm_(comm) {
-  params_ = std::make_unique<ParamStore>(cfg.train.model, cfg.train.dtype);
+  params_ = std::make_unique<ParamStore>(cfg.train.model, cfg.train.dtype, cfg.train.device);
   // Every rank the same weights (docs/ARCHITECTURE.md, principle 1): no broadcast needed.
   params_->init(cfg.train.seed);
   model_ = std::make_unique<Model>(*params_, cfg.train.model_options());
@@ -46,6 +47,7 @@ DpStepStats DataParallelTrainer::step(const Dataset& data, std::int64_t step) {
     TraceScope span("optimizer");
     optimizer_->step(*params_);
   }
+  synchronize(cfg_.train.device);  // a GPU's queued work belongs to this step's time
   st.loss /= static_cast<double>(k);
   st.bytes_sent = static_cast<std::int64_t>(comm_.stats().sent(CommOp::all_reduce) - bytes0);
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

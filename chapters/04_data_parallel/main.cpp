@@ -1,4 +1,5 @@
-// ch04_data_parallel: the playbook's "Data Parallelism" on CPU ranks.
+// ch04_data_parallel: the playbook's "Data Parallelism" on CPU ranks, or with --device cuda one GPU per rank
+// (gradients over NCCL, or over MPI through host memory when ranks share a GPU: --backend).
 //
 // Every rank trains a full replica of the model on its share of each step's global batch
 // (global batch = mbs × grad-acc × dp) and the gradients are averaged over the ranks before
@@ -53,7 +54,7 @@ struct Setup {
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s{agree_training_inputs(rt, cli)};
+  Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   const double bucket_mb = cli.get_float("bucket-mb");
   s.bucket_cap = static_cast<std::int64_t>(std::llround(bucket_mb * kMiB));
   rt.require(bucket_mb > 0 && s.bucket_cap >= 1,
@@ -72,7 +73,8 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
 void print_intro(std::ostream& out, const Setup& s, int dp, std::int64_t grad_bytes) {
   const TrainingConfig& tc = s.in.config;
   out << "ch04_data_parallel: " << tc.model.str() << " (Ψ = " << tc.model.num_parameters() << " parameters, "
-      << grad_bytes << " bytes of gradients), seq " << tc.seq << ", " << dtype_name(tc.dtype) << "\n"
+      << grad_bytes << " bytes of gradients), seq " << tc.seq << ", " << dtype_name(tc.dtype) << ", on "
+      << tc.device.str() << "\n"
       << "  dp " << dp << " × grad-acc " << s.grad_acc << " × mbs " << tc.mbs << " = global batch " << s.global_batch
       << " samples (" << s.global_batch * tc.seq << " tokens) per step, " << tc.steps << " steps\n";
   if (dp == 1) out << "  (one rank: nothing to synchronise; launch with mpirun -np 4, or ./usp run 04)\n";
@@ -98,7 +100,8 @@ std::string bucket_plan_part(Runtime& rt, const std::vector<ParamInfo>& layout, 
 
 // Each --dp-mode variant in turn (collective); a variant whose exercise is a stub is skipped on
 // every rank together.
-std::vector<VariantRun> run_variants(Runtime& rt, const Setup& s, bool no_plan, const std::string& out_dir) {
+std::vector<VariantRun> run_variants(Runtime& rt, Communicator& grads, const Setup& s, bool no_plan,
+                                     const std::string& out_dir) {
   std::vector<VariantRun> runs;
   for (DpMode mode : s.modes) {
     if (mode == DpMode::bucketing && no_plan) {
@@ -107,7 +110,7 @@ std::vector<VariantRun> run_variants(Runtime& rt, const Setup& s, bool no_plan, 
     }
     const DpConfig cfg{s.in.config, s.grad_acc, mode, s.bucket_cap};
     const std::string skipped = rt.skip_if_not_implemented(
-        [&] { runs.push_back(run_variant(cfg, rt.world(), *s.in.data, s.in.config.steps, out_dir)); });
+        [&] { runs.push_back(run_variant(cfg, grads, rt.world(), *s.in.data, s.in.config.steps, out_dir)); });
     if (rt.is_root() && !skipped.empty()) std::cout << dp_mode_name(mode) << ": skipped, " << skipped << "\n";
   }
   return runs;
@@ -131,8 +134,8 @@ bool print_variants(std::ostream& out, const std::vector<VariantRun>& runs, cons
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch04_data_parallel",
-          "Data parallelism on CPU ranks: naive, overlapped and bucketed gradient all-reduce, side by side,\n"
-          "with gradient accumulation, traces, and the single-rank baseline they reproduce.");
+          "Data parallelism on CPU ranks or GPUs: naive, overlapped and bucketed gradient all-reduce, side by\n"
+          "side, with gradient accumulation, traces, and the single-rank baseline they reproduce.");
   cli.add_common("out/04_data_parallel");
   add_training_flags(cli, {"usp-small", 128, 4, 8, 3e-3});
   cli.add_choice("dp-mode", "all", {"naive", "overlap", "bucketing", "all"},
@@ -156,11 +159,18 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   BucketPlan plan;
   const std::string no_plan = bucket_plan_part(rt, layout, setup, out_dir, plan);
 
+  // The gradients' communicator: the CPU world itself on CPU ranks; on GPUs one for CUDA tensors
+  // (NCCL with a GPU per rank, MPI through host memory when ranks share one; --backend), beside
+  // the world that still carries the CPU-side summaries.
+  std::unique_ptr<Communicator> device_comm;
+  if (tc.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(tc.device, tc.backend); });
+  Communicator& grads = device_comm ? *device_comm : rt.world();
+
   // The baseline first, on rank 0 alone; the variants' memory peaks are taken afterwards.
   VariantsContext c{dp, setup.grad_acc, setup.global_batch, tc.seq, 2.0 * (dp - 1) / dp * static_cast<double>(grad_bytes)};
   if (setup.baseline && root) c.baseline = run_baseline(tc, *setup.in.data, setup.global_batch, tc.steps);
   rt.world().barrier();
-  const std::vector<VariantRun> runs = run_variants(rt, setup, !no_plan.empty(), out_dir);
+  const std::vector<VariantRun> runs = run_variants(rt, grads, setup, !no_plan.empty(), out_dir);
   const report::Table variants = variants_table(runs, c);
   const bool checks_ok = !root || runs.empty() || print_variants(std::cout, runs, c, variants, dtype_size(tc.dtype));
 
@@ -178,7 +188,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                           .losses = runs.empty() ? std::vector<double>{} : runs.back().losses,
                           .tokens_per_second = runs.empty() ? 0.0 : static_cast<double>(setup.global_batch * tc.seq) /
                                                                         runs.back().step_seconds,
-                          .dp = dp, .flags_json = cli.values_json(), .chapter_json = results.str()});
+                          .dp = dp, .flags_json = cli.values_json(), .chapter_json = results.str(),
+                          .comm = device_comm ? &device_comm->stats() : nullptr});
   if (root)
     std::cout << "\nwrote " << out_dir << "/summary.json, variants.csv" << (no_plan.empty() ? ", bucket_plan.csv" : "")
               << " and trace_<variant>.json/.csv (open in https://ui.perfetto.dev)\n";

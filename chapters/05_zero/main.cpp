@@ -1,4 +1,5 @@
-// ch05_zero: the playbook's "ZeRO (Zero Redundancy Optimizer)" on N_d data-parallel ranks.
+// ch05_zero: the playbook's "ZeRO (Zero Redundancy Optimizer)" on N_d data-parallel ranks: CPU ranks,
+// or with --device cuda a GPU per rank (NCCL, or MPI through host memory when ranks share a GPU).
 //
 //   1. The stages side by side (--zero 0,1,2,3; 0 is plain data parallelism): the same training
 //      steps on the same global batch under each, with
@@ -61,7 +62,7 @@ struct Setup {
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s{agree_training_inputs(rt, cli)};
+  Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   const TrainingConfig& cfg = s.in.config;
   const std::int64_t dp = rt.size();
   rt.agree([&] {
@@ -78,6 +79,7 @@ void print_intro(std::ostream& out, const Setup& s, int dp) {
   const TrainingConfig& cfg = s.in.config;
   out << "ch05_zero: " << cfg.model.str() << " (Ψ = " << cfg.model.num_parameters() << " parameters), seq " << cfg.seq
       << ", " << dtype_name(cfg.dtype) << (s.stages[0].fp32_grad_accum ? " with fp32 gradient accumulation" : "")
+      << ", on " << cfg.device.str()
       << "\n  N_d = " << dp << " ranks × " << s.grad_acc << " micro-batch(es) of " << cfg.mbs << " = global batch "
       << dp * s.grad_acc * cfg.mbs << ", " << cfg.steps << " AdamW steps per stage\n";
   if (dp == 1)
@@ -105,11 +107,16 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // Everything that is not a stage's own traffic (losses, traces, comparisons) goes over a second
   // communicator, so that the world's byte counters hold exactly what the stages communicate.
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  // The stages' own communicator: the world on CPU ranks; on GPUs one for CUDA tensors (NCCL with a
+  // GPU per rank, MPI through host memory when ranks share one; --backend).
+  std::unique_ptr<Communicator> device_comm;
+  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  Communicator& stages_comm = device_comm ? *device_comm : rt.world();
   make_dirs(out);
   std::vector<StageResult> results;
   for (const ZeroOptions& o : setup.stages) {
     const std::string trace = o.stage != 3 ? "" : o.prefetch ? "zero3_prefetch" : "zero3_no_prefetch";
-    results.push_back(run_stage(rt.world(), *metrics, cfg, *setup.in.data, setup.grad_acc, o, out, trace));
+    results.push_back(run_stage(stages_comm, *metrics, cfg, *setup.in.data, setup.grad_acc, o, out, trace));
   }
   const StagesReport report = gather_stages(*metrics, std::move(results), cfg.steps);
   const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_zero());  // 4. the 8B figure
@@ -134,7 +141,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "05_zero", .losses = last.losses,
                           .tokens_per_second = static_cast<double>(cfg.steps) * tokens_per_step / last.seconds,
-                          .dp = dp, .flags_json = cli.values_json(), .chapter_json = j.str()});
+                          .dp = dp, .flags_json = cli.values_json(), .chapter_json = j.str(),
+                          .comm = device_comm ? &device_comm->stats() : nullptr});
   if (rt.is_root())
     std::cout << "\nwrote " << out << "/summary.json, zero_stages.csv, zero_memory.csv and the ZeRO-3 traces\n";
   return 0;

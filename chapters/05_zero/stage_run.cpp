@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/device.hpp"
+
 namespace usp::ch05 {
 
 std::string stage_label(const ZeroOptions& o) {
@@ -52,6 +54,7 @@ StageResult run_stage(Communicator& dp, Communicator& metrics, const TrainingCon
       metrics.all_reduce(loss, ReduceOp::avg);
       r.losses.push_back(static_cast<double>(loss.to_floats()[0]));
     }
+    synchronize(cfg.device);  // a GPU's queued work belongs to the measured time
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.comm = dp.stats();
     // A collective's buffers are let go by the communicator's progress thread just after the op

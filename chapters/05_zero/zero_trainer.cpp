@@ -59,25 +59,26 @@ ZeroTrainer::~ZeroTrainer() {
 // stage 1, so that the buffers split into N_d equal shards).
 void ZeroTrainer::setup_flat(const TrainingConfig& cfg) {
   const int pad = options_.stage == 1 ? ranks_ : 1;
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, Device::cpu(),
+  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device,
                                         StoreLayout{Residency::flat, Residency::flat, pad});
   store_->init(cfg.seed);
   if (options_.fp32_grad_accum)
-    flat_accum_ = Tensor::zeros({store_->padded_numel()}, DType::f32, MemCategory::Gradient);
+    flat_accum_ = Tensor::zeros({store_->padded_numel()}, DType::f32, MemCategory::Gradient, cfg.device);
   if (options_.stage == 0) {
     flat_optimizer_ = std::make_unique<AdamW>(*store_, cfg.adamw);
     return;
   }
   const Shard s = shard_of(store_->numel(), ranks_, rank_);
   flat_optimizer_ = std::make_unique<AdamW>(*store_, cfg.adamw, s.begin, s.owned_end());
-  reduced_ = Tensor::zeros({s.size}, options_.fp32_grad_accum ? DType::f32 : cfg.dtype, MemCategory::CommBuffer);
+  reduced_ = Tensor::zeros({s.size}, options_.fp32_grad_accum ? DType::f32 : cfg.dtype, MemCategory::CommBuffer,
+                           cfg.device);
 }
 
 // Stages 2 and 3: parameters and gradients per unit, each unit padded to a multiple of N_d.
 // Stage 2 keeps every unit's parameters materialized (full parameters, laid out per unit so that
 // each unit is all-gathered as one collective); stage 3 keeps only its shard of each unit.
 void ZeroTrainer::setup_units(const TrainingConfig& cfg) {
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, Device::cpu(),
+  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device,
                                         StoreLayout{Residency::per_unit, Residency::per_unit, ranks_});
   const int units = store_->num_units();
   if (options_.stage == 2) {
@@ -95,14 +96,14 @@ void ZeroTrainer::setup_units(const TrainingConfig& cfg) {
     const Shard& s = us.shard;
     Tensor values;  // this rank's real parameter elements of the unit
     if (options_.stage == 3) {
-      us.params = Tensor::empty({s.size}, cfg.dtype, MemCategory::Parameter);
+      us.params = Tensor::empty({s.size}, cfg.dtype, MemCategory::Parameter, cfg.device);
       store_->init_range(cfg.seed, begin + s.begin, begin + s.owned_end(), us.params);
       values = us.params.slice(0, s.owned);
     } else {
       values = store_->unit_params(u).slice(s.begin, s.owned_end());
     }
-    us.grads = Tensor::zeros({s.size}, cfg.dtype, MemCategory::Gradient);
-    if (options_.fp32_grad_accum) us.accum = Tensor::zeros({s.size}, DType::f32, MemCategory::Gradient);
+    us.grads = Tensor::zeros({s.size}, cfg.dtype, MemCategory::Gradient, cfg.device);
+    if (options_.fp32_grad_accum) us.accum = Tensor::zeros({s.size}, DType::f32, MemCategory::Gradient, cfg.device);
     // A per-unit store has no flat buffer: the optimizer reads its shard's values (the fp32
     // master copy of bf16 parameters starts from them).
     us.optimizer = std::make_unique<AdamW>(store_->infos(), cfg.adamw, begin + s.begin, begin + s.owned_end(), values);
@@ -169,7 +170,8 @@ void ZeroTrainer::launch_reduction(int unit) {
   PendingReduction p;
   p.unit = unit;
   p.add_to_grads = micro_ > 0 && !options_.fp32_grad_accum;
-  p.landing = p.add_to_grads ? Tensor::empty({us.shard.size}, dtype_, MemCategory::CommBuffer) : us.grads;
+  p.landing =
+      p.add_to_grads ? Tensor::empty({us.shard.size}, dtype_, MemCategory::CommBuffer, us.grads.device()) : us.grads;
   p.issued_us = Tracer::instance().now_us();
   p.work = dp_.reduce_scatter_async(store_->unit_grads(unit), p.landing, ReduceOp::avg);
   reductions_.push_back(std::move(p));
@@ -247,9 +249,11 @@ void ZeroTrainer::optimizer_step() {
 namespace {
 
 // Gathers equal shards [S] of a buffer of n real elements from every rank; appends the n to out.
+// comm serves CPU tensors: a shard on a GPU travels through a host copy.
 void gather_shards(Communicator& comm, const Tensor& shard, std::int64_t n, std::vector<float>& out) {
+  const Tensor mine = shard.device().is_cuda() ? shard.to(Device::cpu(), MemCategory::Temporary) : shard;
   Tensor all = Tensor::empty({shard.numel() * comm.size()}, shard.dtype(), MemCategory::Temporary);
-  comm.all_gather(shard, all);
+  comm.all_gather(mine, all);
   const std::vector<float> values = all.slice(0, n).to_floats();
   out.insert(out.end(), values.begin(), values.end());
 }

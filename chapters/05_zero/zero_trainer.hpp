@@ -27,6 +27,9 @@
 // (stages 0-1: a full one, reduced in fp32; stages 2-3: one per shard, fed by each micro-batch's
 // bf16 reduce-scatter): 2 + 4 bytes of gradient per parameter.
 //
+// The state lives on cfg.device: on a GPU, dp is a communicator for CUDA tensors (NCCL, or MPI
+// through host memory).
+//
 // Tracing (when the Tracer is on): each unit's forward and backward as a "compute" span, and
 // each ZeRO-2/3 collective's window, from launch to the wait for it, as a "comm window" span
 // ("all_gather unit 3"); the communicator adds when each op really ran ("comm").
@@ -66,8 +69,9 @@ class ZeroTrainer {
   // the mean of their losses (this rank's share of the global loss).
   double step(const std::vector<Batch>& micro_batches);
 
-  // Collective over comm, a communicator of the same ranks in the same order (e.g. a split of
-  // dp, so that dp's byte counters keep only the training traffic); f32, flat layout order.
+  // Collective over comm, a communicator of the same ranks in the same order over CPU tensors
+  // (e.g. a split of the world, so that dp's byte counters keep only the training traffic; on
+  // GPUs the shards are copied to the host first); f32, flat layout order.
   std::vector<float> full_parameters(Communicator& comm);
   // The gradient the last step's optimizer used: averaged over the ranks (and micro-batches).
   std::vector<float> averaged_gradient(Communicator& comm);

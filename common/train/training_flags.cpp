@@ -73,9 +73,18 @@ TrainingConfig training_config_from(const Cli& cli, TrainingDevices devices, int
     require_cpu_training(cli);
   } else {
     s.device = parse_device(cli.get_string("device"), local_rank);
-    if (cli.get_string("backend") != "auto")
-      throw UsageError("--backend " + cli.get_string("backend") +
+    const std::string& backend = cli.get_string("backend");
+    if (devices == TrainingDevices::cpu_or_cuda && backend != "auto")
+      throw UsageError("--backend " + backend +
                        ": this chapter runs one rank and no collective on tensors; leave --backend at auto");
+    s.backend = parse_comm_backend(backend);
+    const bool cuda_backend = s.backend == CommBackend::nccl || s.backend == CommBackend::host_staged;
+    if (s.device.is_cpu() && cuda_backend)
+      throw UsageError("--backend " + backend + " serves CUDA tensors; with --device " + s.device.str() +
+                       " use mpi or auto");
+    if (s.device.is_cuda() && s.backend == CommBackend::mpi)
+      throw UsageError("--backend mpi serves CPU tensors; with --device " + s.device.str() +
+                       " use nccl, host-staged or auto");
   }
   s.model = ModelConfig::builtin(cli.get_string("model"));
   auto override_dim = [&](const char* flag, std::int64_t& field) {

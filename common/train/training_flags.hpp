@@ -14,6 +14,7 @@
 #include "common/calc/training_setup.hpp"
 #include "common/cli.hpp"
 #include "common/data/dataset.hpp"
+#include "common/comm/communicator.hpp"
 #include "common/device.hpp"
 #include "common/model/config.hpp"
 #include "common/model/model.hpp"
@@ -32,6 +33,8 @@ struct TrainingConfig {
   std::uint64_t seed = 1234;
   std::int64_t steps = 1;
   Device device = Device::cpu();  // where the parameters, activations and optimizer states live
+  // How tensors travel between ranks (TrainingDevices::cpu_or_cuda_ranks; Runtime::make_world).
+  CommBackend backend = CommBackend::automatic;
 
   ModelOptions model_options() const { return {recompute, dtype}; }
   std::int64_t tokens_per_micro_batch() const { return seq * mbs; }
@@ -62,8 +65,10 @@ void add_moe_flags(Cli& cli, const MoeDefaults& defaults = {});
 // Where a chapter's training may run. cpu_only: the chapter refuses --device cuda
 // (require_cpu_training). cpu_or_cuda: the model lives on the device --device names — auto is a
 // GPU per rank when one is visible (local rank modulo the GPUs), else the CPU; these chapters run
-// one rank and no collective on tensors, so --backend must stay auto.
-enum class TrainingDevices { cpu_only, cpu_or_cuda };
+// one rank and no collective on tensors, so --backend must stay auto. cpu_or_cuda_ranks: the same
+// devices, and tensors between ranks over --backend: auto, mpi (CPU tensors), nccl or
+// host-staged (CUDA tensors); a backend that cannot serve the device is an error.
+enum class TrainingDevices { cpu_only, cpu_or_cuda, cpu_or_cuda_ranks };
 
 // Reads the flags back (after parse); UsageError for inconsistent shapes (e.g. heads not
 // dividing hidden, seq above the model's max_seq, top-k above the experts, a capacity factor

@@ -1,6 +1,8 @@
 // Chapter 04 on real ranks (run on 1, 2 and 4 ranks: the data-parallel degree is the world's):
 // the gradient-ready hook (exercise 04.2), every variant against the single-rank baseline with
 // and without gradient accumulation, the exact collective counts and bytes, and the traces.
+// [gpu]: every variant with the model on a GPU per rank and the gradients over the device
+// communicator (NCCL, or host staging when ranks share a GPU) against the CPU baseline.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "chapters/04_data_parallel/comm_overlap.hpp"
+#include "common/device.hpp"
 #include "common/model/unit_spans.hpp"
 #include "common/trace.hpp"
 #include "chapters/04_data_parallel/dp_trainer.hpp"
@@ -269,5 +272,45 @@ TEST_CASE("traces: comm overlaps backward with overlap and bucketing, never with
     }
     CHECK(launches == steps * trainer.sync().collectives_per_step());
     CHECK(inside == (mode == DpMode::naive ? 0 : launches));
+  }
+}
+
+TEST_CASE("DP on GPUs: every variant over the device communicator reproduces the CPU baseline", "[ch04][mpi][gpu]") {
+  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  const int n = rt.size();
+  TrainingConfig cfg = tiny();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const int steps = 3;
+  const Baseline base = run_baseline(cfg, *data, n * cfg.mbs, steps);  // on the CPU
+  cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> comm = rt.make_world(cfg.device);  // NCCL, or host-staged MPI
+  for (DpMode mode : all_dp_modes()) {
+    INFO("dp " << n << " on " << cfg.device.str() << ", " << dp_mode_name(mode));
+    DataParallelTrainer trainer(DpConfig{cfg, 1, mode, kCap}, *comm);
+    for (int s = 0; s < steps; ++s) {
+      const DpStepStats st = trainer.step(*data, s);
+      const double loss = mean_over_ranks(testing::world(), {st.loss})[0];
+      // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, block reductions), a few
+      // ulps per op that AdamW's normalised steps keep from growing over three steps:
+      // 1e-5 of the loss, 1e-4 of the weights' magnitude (tests/model/test_model_cuda.cpp).
+      INFO("step " << s << ": global loss " << loss << ", baseline " << base.losses[static_cast<std::size_t>(s)]);
+      CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(s)]) <= 1e-5 * base.losses[static_cast<std::size_t>(s)]);
+      const double ring = 2.0 * (n - 1) / n * 4.0 * static_cast<double>(cfg.model.num_parameters());
+      if ((2 * (n - 1) * 4) % n == 0) CHECK(st.bytes_sent == static_cast<std::int64_t>(ring));
+    }
+    const std::vector<float> got = trainer.params().flat().to(Device::cpu()).to_floats();
+    REQUIRE(got.size() == base.params.size());
+    float worst = 0;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (!(std::fabs(got[i] - base.params[i]) <= worst)) worst = std::fabs(got[i] - base.params[i]), at = i;
+    INFO("rank " << rt.rank() << ": largest |Δ| " << worst << " at parameter element " << at << " (expected "
+                 << base.params[at] << ", got " << got[at] << ")");
+    CHECK(worst <= 1e-4f * max_abs(base.params));
   }
 }

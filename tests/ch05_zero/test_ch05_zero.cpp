@@ -3,12 +3,15 @@
 // against the single-rank baseline on dp ranks, with and without gradient accumulation; the
 // memory each rank keeps against the ZeRO formulas, exactly; the bytes each stage communicates;
 // ZeRO-3's bound on gathered units and its traces. The [mpi] cases run on 1, 2 and 4 ranks.
+// [gpu]: every stage with the state on a GPU per rank over the device communicator (NCCL, or host
+// staging when ranks share a GPU) against the CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
 
 #include "common/calc/memory_model.hpp"
+#include "common/device.hpp"
 #include "common/rng.hpp"
 #include "common/trace.hpp"
 #include "common/train/training_summary.hpp"
@@ -538,5 +541,34 @@ TEST_CASE("ZeRO-3 traces: prefetched all-gathers are in flight while the previou
     for (const Span& r : reductions)
       for (const Span& c : compute) reduce_overlapping += (r.start_us < c.start_us && c.end_us <= r.end_us) ? 1 : 0;
     CHECK(reduce_overlapping == static_cast<std::size_t>(units - 1));
+  }
+}
+
+TEST_CASE("every ZeRO stage on GPUs over the device communicator follows the CPU baseline", "[ch05][mpi][gpu]") {
+  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  auto metrics = world().split(0, world().rank());
+  const int n = world().size();
+  TrainingConfig cfg = odd_tied();  // padding on the last ranks, the tied head
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const Run base = baseline(cfg, *data, n);  // on the CPU
+  cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> dp = rt.make_world(cfg.device);  // NCCL, or host-staged MPI
+  for (const ZeroOptions& o : all_stages()) {
+    INFO("N_d = " << n << " on " << cfg.device.str() << ", " << stage_label(o));
+    const Run z = zero_run(*dp, *metrics, cfg, *data, 1, o);
+    // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, block reductions), a few
+    // ulps per op; over three AdamW steps 1e-5 of the loss and 1e-4 of the weights' magnitude, as
+    // tests/model/test_model_cuda.cpp bounds the single-device model.
+    for (std::size_t s = 0; s < base.losses.size(); ++s) {
+      INFO("step " << s << ": " << z.losses[s] << ", baseline " << base.losses[s]);
+      CHECK(std::fabs(z.losses[s] - base.losses[s]) <= 1e-5 * base.losses[s]);
+    }
+    INFO("max|Δw| " << max_abs_diff(z.params, base.params) << ", max|w| " << max_abs(base.params));
+    CHECK(max_abs_diff(z.params, base.params) <= 1e-4 * max_abs(base.params));
   }
 }

@@ -63,6 +63,27 @@ TEST_CASE("the chapters that train on CPU or CUDA resolve --device; --backend st
                     Catch::Contains("--backend nccl: this chapter runs one rank and no collective on tensors"));
 }
 
+TEST_CASE("the data-parallel chapters resolve --device and the --backend that serves it", "[training_flags]") {
+  const auto config = [](std::vector<const char*> args) {
+    return training_config_from(parsed(std::move(args)), TrainingDevices::cpu_or_cuda_ranks);
+  };
+  CHECK(config({"--device", "cpu"}).backend == CommBackend::automatic);
+  CHECK(config({"--device", "cpu", "--backend", "mpi"}).backend == CommBackend::mpi);
+  CHECK_THROWS_WITH(config({"--device", "cpu", "--backend", "nccl"}),
+                    Catch::Contains("--backend nccl serves CUDA tensors; with --device cpu use mpi or auto"));
+  CHECK_THROWS_WITH(config({"--device", "cpu", "--backend", "host-staged"}),
+                    Catch::Contains("--backend host-staged serves CUDA tensors"));
+  if (cuda_device_count() > 0) {
+    CHECK(config({"--device", "cuda", "--backend", "nccl"}).backend == CommBackend::nccl);
+    CHECK(config({"--device", "cuda", "--backend", "host-staged"}).backend == CommBackend::host_staged);
+    CHECK_THROWS_WITH(config({"--device", "cuda", "--backend", "mpi"}),
+                      Catch::Contains("--backend mpi serves CPU tensors; with --device cuda:0 use nccl, host-staged"));
+  } else {
+    CHECK_THROWS_WITH(config({"--device", "cuda", "--backend", "nccl"}),
+                      Catch::Contains(cuda_compiled() ? "no CUDA device is visible" : "this build has no CUDA"));
+  }
+}
+
 TEST_CASE("--global-batch and --grad-acc resolve to one grad-acc or are refused", "[training_flags]") {
   // mbs 2 over dp 4: 8 samples per micro-batch step.
   CHECK(resolve_grad_acc(parsed({"--mbs", "2"}), 2, 4) == 1);
