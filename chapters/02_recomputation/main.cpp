@@ -1,4 +1,5 @@
-// ch02_recomputation: the playbook's "Activation recomputation" on one device.
+// ch02_recomputation: the playbook's "Activation recomputation" on one device (the CPU, or a GPU with
+// --device cuda).
 //
 // The same batch, from the same weights, under the three modes:
 //   none       every layer keeps what its backward needs (the attention probabilities included)
@@ -67,12 +68,15 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   add_training_flags(cli, {"usp-small", 256, 4, 1, 3e-3});
   cli.add_int("repeats", 3, "timed forward+backward runs per mode (the median is reported)", 1, 100);
   if (!rt.parse(cli, argc, argv)) return 0;
-  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   const TrainingConfig& cfg = in.config;
   rt.require(rt.size() == 1, "chapter 02 runs on one device: launch it without mpirun (or with -np 1)");
   const std::string out = cli.get_string("out");
   std::cout << "ch02_recomputation: " << cfg.model.str() << ", seq " << cfg.seq << ", micro-batch " << cfg.mbs << ", "
-            << dtype_name(cfg.dtype) << "\n\n";
+            << dtype_name(cfg.dtype) << ", on " << cfg.device.str()
+            << (cfg.device.is_cuda() ? " (the probabilities from the model's CUDA attention, not exercise 02.1's host code)"
+                                     : "")
+            << "\n\n";
 
   const Batch batch = in.data->batch(0, 0, cfg.mbs, cfg.seq);
   std::vector<ModeResult> results;

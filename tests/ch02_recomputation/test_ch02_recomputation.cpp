@@ -1,12 +1,15 @@
 // Chapter 02: exercise 02.1's probabilities against the attention op's; then none / selective /
 // full on the same batch, the model making its probabilities with exercise 02.1. The activations
 // held between forward and backward are exactly L × (the layer formula of the mode) + the head's;
-// the gradients are bit-identical; the extra FLOPs are the recomputed work.
+// the gradients are bit-identical; the extra FLOPs are the recomputed work. [gpu]: the same on a
+// GPU (the model's CUDA attention making the probabilities), and its gradients against the CPU's.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
+#include "common/device.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 #include "chapters/02_recomputation/attention_probs.hpp"
@@ -109,4 +112,39 @@ TEST_CASE("recomputation: memory by the formula, identical gradients, counted FL
     // full recomputes every layer's forward: the forward minus the LM head's matmul.
     CHECK(full.flops.recompute == none.flops.forward - 2 * N * cfg.model.vocab * cfg.model.hidden);
   }
+}
+
+TEST_CASE("recomputation on a GPU: the formula's bytes, identical gradients, the CPU's gradients", "[ch02][gpu]") {
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  TrainingConfig cfg = tiny(DType::f32);
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const Batch batch = data->batch(0, 0, cfg.mbs, cfg.seq);
+  const ModeResult cpu = measure_mode(cfg, Recompute::none, batch);
+  cfg.device = Device::cuda(0);
+  const ModeResult none = measure_mode(cfg, Recompute::none, batch);
+  const ModeResult sel = measure_mode(cfg, Recompute::selective, batch);
+  const ModeResult full = measure_mode(cfg, Recompute::full, batch);
+  for (const ModeResult* r : {&none, &sel, &full}) {
+    INFO(recompute_name(r->mode));
+    CHECK(r->layer_kept == r->layer_formula);  // the tracker counts device memory by category too
+  }
+  // Deterministic kernels and cuBLAS on one stream: recomputing gives the same bits on a GPU too.
+  CHECK(count_differences(sel.gradients, none.gradients) == 0);
+  CHECK(count_differences(full.gradients, none.gradients) == 0);
+  // Against the CPU: fp32 in other summation orders, one backward: 1e-4 of the largest gradient
+  // (tests/model/test_model_cuda.cpp's bound for the weights after three steps is the same size).
+  REQUIRE(none.gradients.size() == cpu.gradients.size());
+  float gmax = 0, worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < cpu.gradients.size(); ++i) {
+    gmax = std::max(gmax, std::fabs(cpu.gradients[i]));
+    if (!(std::fabs(none.gradients[i] - cpu.gradients[i]) <= worst)) worst = std::fabs(none.gradients[i] - cpu.gradients[i]), at = i;
+  }
+  INFO("largest |Δg| " << worst << " at element " << at << " (CPU " << cpu.gradients[at] << ", GPU "
+                       << none.gradients[at] << "), max|g| " << gmax);
+  CHECK(worst <= 1e-4f * gmax);
+  CHECK(std::fabs(none.loss - cpu.loss) <= 1e-5 * cpu.loss);
 }
