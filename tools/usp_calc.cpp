@@ -6,6 +6,7 @@
 //   usp_calc --model llama3.1-70b --tp 8 --sp --pp 4 --dp 8 --zero 1 --json
 //   usp_calc --layers 16 --hidden 2048 --heads 32 --kv-heads 8 --ffn 8192 --vocab 128256 --tied
 //   usp_calc --list-models
+//   usp_calc --model llama3.1-8b --recipes   (the playbook's bytes per parameter of each precision recipe)
 //   usp_calc --sweep memory_vs_seq --csv out/01_memory/memory_vs_seq.csv   (a plot's data)
 //
 // A bad flag or an impossible configuration prints "error: <message>" and exits 2.
@@ -18,6 +19,7 @@
 #include "common/calc/flops_model.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/calc/memory_sweep.hpp"
+#include "common/calc/precision_recipes.hpp"
 #include "common/calc/training_setup.hpp"
 #include "common/checked_math.hpp"
 #include "common/cli.hpp"
@@ -38,6 +40,9 @@ Cli make_cli() {
           "--vocab [--tied]); without either, llama3.1-8b.");
   cli.add_string("model", "", "built-in model name (default llama3.1-8b when no shape is given)");
   cli.add_flag("list-models", "print the built-in models and exit (with --json: one JSON array)");
+  cli.add_flag("recipes",
+               "print the training-state bytes per parameter of the playbook's precision recipes (bf16 mixed "
+               "precision, Transformer Engine, FP8-LM, DeepSeek-V3, nanotron FP8) and the model's total under each");
   cli.add_int("layers", 0, "shape: decoder layers L", 1);
   cli.add_int("hidden", 0, "shape: hidden size h", 1);
   cli.add_int("heads", 0, "shape: attention heads a", 1);
@@ -249,6 +254,33 @@ void list_models(bool json) {
   if (json) std::cout << j.str() << '\n';
 }
 
+// --recipes: each recipe's format per copy, its bytes per parameter and the model's states under it.
+void print_recipes(const ModelConfig& c, bool json) {
+  const std::int64_t n = c.num_parameters();
+  const auto shown = [](const std::string& f) { return f.empty() ? std::string("-") : f; };
+  JsonWriter j;
+  j.begin_object().field("model", c.name).field("num_parameters", n).key("recipes").begin_array();
+  if (!json) {
+    std::printf("%s, N = %lld: training state per parameter (activations excluded, no ZeRO)\n", c.str().c_str(),
+                static_cast<long long>(n));
+    std::printf("%-40s %-5s %-6s %-6s %-7s %-6s %-12s %5s %10s\n", "recipe", "GEMM", "master", "accum", "weights",
+                "grads", "Adam m + v", "bytes", "GiB");
+  }
+  for (const PrecisionRecipe& r : playbook_precision_recipes()) {
+    const std::int64_t bytes = checked_mul(n, static_cast<std::int64_t>(r.total_bytes()));
+    if (!json)
+      std::printf("%-40s %-5s %-6s %-6s %-7s %-6s %-12s %5d %10.1f\n", r.name.c_str(), r.gemm.c_str(),
+                  shown(r.master_weights).c_str(), shown(r.accumulated_gradients).c_str(), r.weights.c_str(),
+                  r.gradients.c_str(), (r.adam_first + " + " + r.adam_second).c_str(), r.total_bytes(), gib(bytes));
+    j.begin_object().field("recipe", r.name).field("gemm", r.gemm).field("master_weights", r.master_weights);
+    j.field("accumulated_gradients", r.accumulated_gradients).field("weights", r.weights).field("gradients", r.gradients);
+    j.field("adam_first", r.adam_first).field("adam_second", r.adam_second);
+    j.field("bytes_per_parameter", r.total_bytes()).field("total_bytes", bytes).end_object();
+  }
+  j.end_array().end_object();
+  if (json) std::cout << j.str() << '\n';
+}
+
 int calc_main(int argc, char** argv) {
   Cli cli = make_cli();
   cli.parse(argc, argv);
@@ -272,6 +304,10 @@ int calc_main(int argc, char** argv) {
   }
   if (cli.given("csv")) throw UsageError("--csv only goes with --sweep");
   const TrainingSetup setup = setup_from_cli(cli);
+  if (cli.get_flag("recipes")) {
+    print_recipes(setup.model, cli.get_flag("json"));
+    return 0;
+  }
   try {
     const MemoryBreakdown memory = memory_per_rank(setup);
     const FlopsEstimate flops = flops_per_step(setup);

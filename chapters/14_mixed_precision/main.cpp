@@ -6,7 +6,8 @@
 //   2. One model trained in fp32, bf16 (fp32 master weights), fp16 without loss scaling and fp16
 //      with dynamic loss scaling (exercise 14.1), on the same data: the loss curves, how far each
 //      strays from fp32, the steps skipped, and the gradients lost to underflow; and each recipe's
-//      bytes per parameter, measured by the tracker, against usp_calc's row.
+//      bytes per parameter, measured by the tracker, against usp_calc's row, and the playbook's table
+//      of six recipes (bf16 mixed precision, Transformer Engine, FP8-LM, DeepSeek-V3, nanotron FP8).
 //   3. The same model with its linear layers in FP8 (emulated: e4m3 forward, e5m2 gradients),
 //      scaled three ways — not at all, per tensor, per tile (exercise 14.2) — against fp32.
 //   4. With a GPU of compute capability 8.9+: cuBLASLt's e4m3 GEMM against bf16 cuBLAS, accuracy
@@ -28,6 +29,7 @@
 #include "chapters/14_mixed_precision/fp8_gemm_run.hpp"
 #include "chapters/14_mixed_precision/fp8_linears.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
+#include "common/calc/precision_recipes.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
@@ -92,6 +94,18 @@ void print_memory(const std::vector<PrecisionRun>& runs, JsonWriter& j) {
         .field("step_peak", static_cast<double>(m.states() + m.step_extra) / n)
         .field("usp_calc", calc_total)
         .end_object();
+  }
+  j.end_array();
+  // The playbook's table, from the calculator (usp_calc --recipes): what each framework keeps.
+  std::printf("\n   The playbook's recipes (usp_calc --recipes; formats of master weights, accumulated gradients,\n"
+              "   weights, gradients, Adam m + v; '-' where none is kept):\n");
+  j.key("playbook_recipes").begin_array();
+  for (const calc::PrecisionRecipe& r : calc::playbook_precision_recipes()) {
+    const auto shown = [](const std::string& f) { return f.empty() ? std::string("-") : f; };
+    std::printf("   %-40s GEMM %-5s %-5s %-5s %-5s %-5s %-5s %-5s %3d bytes\n", r.name.c_str(), r.gemm.c_str(),
+                shown(r.master_weights).c_str(), shown(r.accumulated_gradients).c_str(), r.weights.c_str(),
+                r.gradients.c_str(), r.adam_first.c_str(), r.adam_second.c_str(), r.total_bytes());
+    j.begin_object().field("recipe", r.name).field("bytes_per_parameter", r.total_bytes()).end_object();
   }
   j.end_array();
 }

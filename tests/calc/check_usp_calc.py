@@ -93,6 +93,16 @@ rows = list(csv.DictReader(r.stdout.splitlines()))
 check(len(rows) == 25, f"tp sweep has {len(rows)} rows")
 check({(int(x["tp"]), int(x["sp"])) for x in rows} == {(1, 0), (8, 0), (8, 1), (16, 0), (16, 1)}, "tp sweep layouts")
 
+# --recipes: the playbook's six precision recipes, bytes per parameter and the model's total.
+r = run("--model", "llama3.1-8b", "--recipes", "--json")
+check(r.returncode == 0, f"--recipes exited {r.returncode}: {r.stderr}")
+rec = json.loads(r.stdout) if r.returncode == 0 else {"recipes": [], "num_parameters": 0}
+check([x["bytes_per_parameter"] for x in rec["recipes"]] == [20, 16, 16, 9, 15, 10], "recipes' bytes per parameter")
+check(all(x["total_bytes"] == x["bytes_per_parameter"] * rec["num_parameters"] for x in rec["recipes"]),
+      "recipes' totals = N × bytes per parameter")
+r = run("--model", "llama3.1-8b", "--recipes")
+check(r.returncode == 0 and "DeepSeek-V3" in r.stdout and "nanotron FP8" in r.stdout, "--recipes table")
+
 # A bad value: exit 2, exactly one line, starting with "error:".
 r = run("--tp", "3")
 check(r.returncode == 2, f"bad --tp exited {r.returncode}")
