@@ -82,8 +82,11 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
   Tensor S = Tensor::empty({B, H, T, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor delta = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor row_sum = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);  // rung 02's l
-  const Rounded q16 = round_to_bf16(q), k16 = round_to_bf16(k), v16 = round_to_bf16(v);
-  const Tensor q16d = q16.bits.to(gpu), k16d = k16.bits.to(gpu), v16d = v16.bits.to(gpu);
+  const Rounded q16 = round_to_bf16(q), k16 = round_to_bf16(k), v16 = round_to_bf16(v), dout16 = round_to_bf16(dout);
+  const Tensor q16d = q16.bits.to(gpu), k16d = k16.bits.to(gpu), v16d = v16.bits.to(gpu), dout16d = dout16.bits.to(gpu);
+  Tensor dq_tc = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
+  Tensor dk_tc = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
+  Tensor dv_tc = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
   Tensor out_fa1 = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
   Tensor lse_fa1 = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor out_tc = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
@@ -105,6 +108,8 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
   tc.f.q = tc.f.k = tc.f.v = nullptr;
   tc.f.out = out_tc.data<float>(), tc.f.lse = lse_tc.data<float>();
   a.out = out.data<float>(), a.lse = lse.data<float>();
+  const attention::AttentionBackwardBf16 tc_g{tc, dout16d.data<std::uint16_t>(), delta.data<float>(),
+                                              dq_tc.data<float>(), dk_tc.data<float>(), dv_tc.data<float>()};
   attention::AttentionBackwardF32 g;
   g.f = a;
   g.dout = doutd.data<float>(), g.delta = delta.data<float>();
@@ -114,13 +119,15 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
                                {"02 fa1 forward"},
                                {"03 fa2 forward"},
                                {"04 fa2 backward"},
-                               {"05 fa2 forward bf16 tensor cores"}};
+                               {"05 fa2 forward bf16 tensor cores"},
+                               {"06 fa2 backward bf16 tensor cores"}};
   const std::vector<std::function<void()>> rung = {
       [&] { attention::naive_forward(naive, S.data<float>()); },
       [&] { attention::fa1_forward(fa1, row_sum.data<float>()); },
       [&] { attention::flash_forward(a); },
       [&] { attention::flash_backward(g); },  // from rung 03's out and lse
-      [&] { attention::flash_forward_bf16_tc(tc); }};
+      [&] { attention::flash_forward_bf16_tc(tc); },
+      [&] { attention::flash_backward_bf16_tc(tc_g); }};  // from rung 05's out and lse
   for (const auto& run : rung) run();
   if (check) {
     // The CPU's causal attention at positions 0..T-1: out and lse, then the gradients.
@@ -140,13 +147,16 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
     Tensor ref16_out = Tensor::empty({B, T, H, D}), ref16_lse = Tensor::empty({B, H, T});
     ops::attention_block_forward(q16.values, k16.values, v16.values, positions, positions, ref16_out, ref16_lse);
     runs[4].error = std::max(relative_error(out_tc, ref16_out), relative_error(lse_tc, ref16_lse));
+    Tensor rq16 = Tensor::empty({B, T, H, D}), rk16 = Tensor::empty({B, T, G, D}), rv16 = Tensor::empty({B, T, G, D});
+    ops::attention_backward(dout16.values, q16.values, k16.values, v16.values, Tensor(), rq16, rk16, rv16);
+    runs[5].error = std::max({relative_error(dq_tc, rq16), relative_error(dk_tc, rk16), relative_error(dv_tc, rv16)});
   }
   if (reps > 0) {
     const double forward_flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T) *
                                  static_cast<double>(D) / 2.0;
     for (std::size_t r = 0; r < runs.size(); ++r) {
       runs[r].ms = median_ms(rung[r], reps, gpu);
-      const bool backward = r == 3;
+      const bool backward = r == 3 || r == 5;
       runs[r].tflops = (backward ? 2.5 : 1.0) * forward_flops / (runs[r].ms * 1e9);
     }
   }

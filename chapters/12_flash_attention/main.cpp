@@ -9,8 +9,9 @@
 //      activation memory of each; on --device (auto: a GPU when one is visible, where flash is the
 //      ladder's FA2 kernels).
 //   4. With a GPU: the CUDA ladder (kernels/attention: 01 naive, 02 FA1-style forward, 03 FA2-style
-//      forward, 04 its backward, 05 the FA2 forward on tensor cores, bf16), each rung's error against the CPU at a small shape and its TFLOP/s at
-//      B 1, T --gpu-seq, H 16, D 128 (bench/attention_sdpa.py adds PyTorch's SDPA beside it).
+//      forward, 04 its backward, 05 and 06 the FA2 forward and backward on tensor cores, bf16), each
+//      rung's error against the CPU at a small shape and its TFLOP/s at B 1, T --gpu-seq, H 16,
+//      D 128 (bench/attention_sdpa.py adds PyTorch's SDPA beside it).
 // Writes <out>/summary.json, attention_vs_seq.csv (plots/ch12_attention_vs_seq.py) and, with a
 // GPU, gpu_ladder.csv.
 //
@@ -114,8 +115,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   if (gpu_ladder_available()) {
     const LadderShape small{2, 300, 4, 2, 64}, big{1, static_cast<int>(cli.get_int("gpu-seq")), 16, 16, 128};
     const std::vector<RungRun> checked = run_gpu_ladder(small, 0, true), timed = run_gpu_ladder(big, 10, false);
-    std::printf("\n4. The CUDA ladder, causal, fp32 (rung 05: bf16 inputs, checked against the fp32 attention of the\n"
-                "   same bf16 values): error against the CPU at B 2, T 300, H 4 on G 2, D 64 (largest |Δ| over the\n"
+    std::printf("\n4. The CUDA ladder, causal, fp32 (rungs 05, 06: bf16 inputs, checked against the fp32 attention of\n"
+                "   the same bf16 values): error against the CPU at B 2, T 300, H 4 on G 2, D 64 (largest |Δ| over the\n"
                 "   largest value), TFLOP/s at B 1, T %d, H 16, D 128 (causal count: 2·B·H·T²·D forward, 2.5× that\n"
                 "   backward)\n",
                 big.seq);

@@ -8,6 +8,7 @@
 #include "common/cuda/cuda_check.hpp"
 #include "common/error.hpp"
 #include "kernels/attention/attention_rungs.hpp"
+#include "kernels/attention/backward_launch.cuh"
 #include "kernels/attention/flash_backward_bodies.hpp"
 
 namespace usp::attention {
@@ -54,11 +55,7 @@ void flash_backward(const AttentionBackwardF32& g, void* stream) {
   USP_CHECK(a.D >= 1 && a.D <= kMaxHeadDim,
             "attention::flash_backward: head dim " + std::to_string(a.D) + " outside 1.." + std::to_string(kMaxHeadDim));
   auto s = static_cast<cudaStream_t>(stream);
-  const std::size_t q_bytes = static_cast<std::size_t>(a.B) * a.T * a.H * a.D * sizeof(float);
-  const std::size_t kv_bytes = static_cast<std::size_t>(a.B) * a.T * a.G * a.D * sizeof(float);
-  USP_CUDA_CHECK(cudaMemsetAsync(g.dq, 0, q_bytes, s));
-  USP_CUDA_CHECK(cudaMemsetAsync(g.dk, 0, kv_bytes, s));
-  USP_CUDA_CHECK(cudaMemsetAsync(g.dv, 0, kv_bytes, s));
+  zero_gradients(a, g.dq, g.dk, g.dv, s);
   const std::int64_t rows = static_cast<std::int64_t>(a.B) * a.H * a.T;
   delta_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, s>>>(g);
   USP_CUDA_CHECK(cudaGetLastError());

@@ -13,11 +13,19 @@
 #include "kernels/attention/flash_backward_bodies.hpp"
 #include "kernels/attention/flash_bodies.hpp"
 #include "kernels/attention/naive_bodies.hpp"
+#include "kernels/attention/tc_flash_backward_bodies.hpp"
 #include "kernels/attention/tc_flash_bodies.hpp"
 #include "common/error.hpp"
 #include "kernels/tensor_core/host_warp.hpp"
 
 namespace usp::attention {
+
+// The backward launchers' first step: dq, dk, dv zeroed (they accumulate).
+inline void zero_gradients_host(const AttentionF32& a, float* dq, float* dk, float* dv) {
+  std::fill_n(dq, q_numel(a), 0.0f);
+  std::fill_n(dk, kv_numel(a), 0.0f);
+  std::fill_n(dv, kv_numel(a), 0.0f);
+}
 
 // Rung 01: the three kernels' grids in turn. S: [B, H, T, T] workspace.
 inline void emulate_naive_forward(const AttentionF32& a, float* S) {
@@ -87,10 +95,7 @@ inline void emulate_flash_forward(const AttentionF32& a) {
 // Rung 04: delta's grid, then one block per (b, h, key tile); a thread's registers as arrays.
 inline void emulate_flash_backward(const AttentionBackwardF32& g) {
   const AttentionF32& a = g.f;
-  const std::size_t nq = static_cast<std::size_t>(a.B) * a.T * a.H * a.D, nkv = static_cast<std::size_t>(a.B) * a.T * a.G * a.D;
-  std::fill_n(g.dq, nq, 0.0f);
-  std::fill_n(g.dk, nkv, 0.0f);
-  std::fill_n(g.dv, nkv, 0.0f);
+  zero_gradients_host(a, g.dq, g.dk, g.dv);
   for (int b = 0; b < a.B; ++b)
     for (int h = 0; h < a.H; ++h)
       for (int i = 0; i < a.T; ++i) delta_row(g, b, h, i);
@@ -140,6 +145,32 @@ inline void emulate_flash_forward_bf16_tc(const AttentionBf16& a) {
     emulate_flash_forward_bf16_tc_d<128>(a);
   else
     throw Error("emulate_flash_forward_bf16_tc: head dim 64 or 128 only");
+}
+
+// Rung 06: delta's grid, then every block in turn on 128 host threads (the kernel's own body).
+template <int D>
+void emulate_flash_backward_bf16_tc_d(const AttentionBackwardBf16& g) {
+  std::vector<unsigned char> smem(kTcBwdSharedBytes<D>);
+  for (int b = 0; b < g.f.f.B; ++b)
+    for (int h = 0; h < g.f.f.H; ++h)
+      for (int tile = 0; tile * kTcCols < g.f.f.T; ++tile)
+        mma::run_host_block(kTcThreads, [&](int t, mma::HostLane& lane) {
+          tc_backward_block<D>(g, tile, h, b, t, smem.data(), lane);
+        });
+}
+
+inline void emulate_flash_backward_bf16_tc(const AttentionBackwardBf16& g) {
+  const AttentionF32& a = g.f.f;
+  zero_gradients_host(a, g.dq, g.dk, g.dv);
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.H; ++h)
+      for (int i = 0; i < a.T; ++i) tc_delta_row(g, b, h, i);
+  if (a.D == 64)
+    emulate_flash_backward_bf16_tc_d<64>(g);
+  else if (a.D == 128)
+    emulate_flash_backward_bf16_tc_d<128>(g);
+  else
+    throw Error("emulate_flash_backward_bf16_tc: head dim 64 or 128 only");
 }
 
 }  // namespace usp::attention

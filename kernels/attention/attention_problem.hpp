@@ -35,6 +35,9 @@ USP_HD std::int64_t kv_offset(const AttentionF32& a, int b, int j, int g) {
 USP_HD std::int64_t row_offset(const AttentionF32& a, int b, int h, int i) {
   return (static_cast<std::int64_t>(b) * a.H + h) * a.T + i;
 }
+// Elements of q (and out, dq) and of k (and v, dk, dv).
+USP_HD std::int64_t q_numel(const AttentionF32& a) { return static_cast<std::int64_t>(a.B) * a.T * a.H * a.D; }
+USP_HD std::int64_t kv_numel(const AttentionF32& a) { return static_cast<std::int64_t>(a.B) * a.T * a.G * a.D; }
 USP_HD bool visible(const AttentionF32& a, int i, int j) { return !a.causal || j <= i; }
 
 }  // namespace usp::attention

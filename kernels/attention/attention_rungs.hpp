@@ -9,9 +9,12 @@
 //                     tiles in shared memory, probabilities recomputed from the lse; dq by atomics
 //   05 tc forward     rung 03 on tensor cores: bf16 inputs, 4 warps per 64-query tile, both
 //                     products by mma.sync, P kept in registers (head dim 64 or 128, sm_80+)
+//   06 tc backward    rung 04 on tensor cores: 4 warps per 64-key tile, the five products by
+//                     mma.sync, dS through shared memory for dq (head dim 64 or 128, sm_80+)
 #pragma once
 #include "kernels/attention/fa1_bodies.hpp"
 #include "kernels/attention/flash_backward_bodies.hpp"
+#include "kernels/attention/tc_flash_backward_bodies.hpp"
 #include "kernels/attention/tc_flash_bodies.hpp"
 
 namespace usp::attention {
@@ -24,5 +27,7 @@ void flash_forward(const AttentionF32& a, void* stream = nullptr);
 // Overwrites dq, dk, dv (zeroes them, then accumulates); delta is a [B, H, T] workspace.
 void flash_backward(const AttentionBackwardF32& g, void* stream = nullptr);
 void flash_forward_bf16_tc(const AttentionBf16& a, void* stream = nullptr);
+// Overwrites dq, dk, dv (fp32; zeroes them, then accumulates); delta is a [B, H, T] workspace.
+void flash_backward_bf16_tc(const AttentionBackwardBf16& g, void* stream = nullptr);
 
 }  // namespace usp::attention

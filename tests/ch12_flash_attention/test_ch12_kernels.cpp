@@ -110,26 +110,30 @@ TEST_CASE("attention ladder on the CPU: the rungs' bodies over their grids equal
 // rounding: fp32 tolerance, as above.
 struct Bf16Problem {
   Case c;
-  std::vector<std::uint16_t> q, k, v;
+  std::vector<std::uint16_t> q, k, v, dout;
   Reference r;  // of the rounded values
   float max_v = 0;
 };
 
 Bf16Problem bf16_problem(const Case& c) {
-  Bf16Problem p{c, {}, {}, {}, reference(c), 0};
+  Bf16Problem p{c, {}, {}, {}, {}, reference(c), 0};
   const auto round = [](std::vector<float>& x, std::vector<std::uint16_t>& bits) {
     bits.resize(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) bits[i] = float_to_bf16(x[i]), x[i] = bf16_to_float(bits[i]);
   };
   Reference rounded = p.r;
-  round(rounded.q, p.q), round(rounded.k, p.k), round(rounded.v, p.v);
+  round(rounded.q, p.q), round(rounded.k, p.k), round(rounded.v, p.v), round(rounded.dout, p.dout);
   const Shape qs{c.B, c.T, c.H, c.D}, ks{c.B, c.T, c.G, c.D};
   Tensor qp = Tensor::empty({c.T}, DType::i32), kp = Tensor::empty({c.T}, DType::i32);
   for (int i = 0; i < c.T; ++i) qp.data<std::int32_t>()[i] = i, kp.data<std::int32_t>()[i] = c.causal ? i : 0;
   Tensor out = Tensor::empty(qs), lse = Tensor::empty({c.B, c.H, c.T});
-  ops::attention_block_forward(Tensor::from_floats(rounded.q, qs), Tensor::from_floats(rounded.k, ks),
-                               Tensor::from_floats(rounded.v, ks), qp, kp, out, lse);
+  const Tensor q = Tensor::from_floats(rounded.q, qs), k = Tensor::from_floats(rounded.k, ks),
+               v = Tensor::from_floats(rounded.v, ks);
+  ops::attention_block_forward(q, k, v, qp, kp, out, lse);
+  Tensor dq = Tensor::zeros(qs), dk = Tensor::zeros(ks), dv = Tensor::zeros(ks);
+  ops::attention_block_backward(Tensor::from_floats(rounded.dout, qs), Tensor(), q, k, v, qp, kp, out, lse, dq, dk, dv);
   p.r.out = out.to_floats(), p.r.lse = lse.to_floats();
+  p.r.dq = dq.to_floats(), p.r.dk = dk.to_floats(), p.r.dv = dv.to_floats();
   for (float x : rounded.v) p.max_v = std::max(p.max_v, std::fabs(x));
   return p;
 }
@@ -156,6 +160,47 @@ TEST_CASE("attention rung 05 on the CPU: the tensor-core kernel's own body on 12
     emulate_flash_forward_bf16_tc(a);
     check_within(out, p.r.out, std::ldexp(p.max_v, -8), "rung 05 out");
     check_within(lse, p.r.lse, 2e-5, "rung 05 lse");
+  }
+}
+
+// Rung 06 against the fp32 backward of the same bf16 values (out and lse from the reference's
+// forward). P and dS are rounded to bf16 (2^-9 relative each) before three of the five products;
+// the gradients are sums of terms of both signs, so no bound relative to the result follows from
+// that alone: 2^-6 of each gradient's largest value is eight times one term's rounding, and an
+// indexing or masking error is O(1). Measured on the CPU: at most 2.5e-3 of the largest (dq and
+// dk), 1.5e-3 (dv).
+float largest(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+AttentionBackwardBf16 backward_problem(const Bf16Problem& p, const float* out, const float* lse, float* delta, float* dq,
+                                       float* dk, float* dv, const std::uint16_t* q, const std::uint16_t* k,
+                                       const std::uint16_t* v, const std::uint16_t* dout) {
+  AttentionBf16 f{problem(p.c, nullptr, nullptr, nullptr, const_cast<float*>(out), const_cast<float*>(lse)), q, k, v};
+  return {f, dout, delta, dq, dk, dv};
+}
+
+void check_tc_gradients(const std::vector<float>& dq, const std::vector<float>& dk, const std::vector<float>& dv,
+                        const Reference& r) {
+  UNSCOPED_INFO("largest |dq|, |dk|, |dv|: " << largest(r.dq) << ", " << largest(r.dk) << ", " << largest(r.dv));
+  check_within(dq, r.dq, std::ldexp(largest(r.dq), -6), "rung 06 dq");
+  check_within(dk, r.dk, std::ldexp(largest(r.dk), -6), "rung 06 dk");
+  check_within(dv, r.dv, std::ldexp(largest(r.dv), -6), "rung 06 dv");
+}
+
+// GQA with a causal mask over two key tiles, a full mask over a 65-token tail, D 128 with GQA.
+const Case kTcBackwardCases[] = {{1, 100, 2, 1, 64, true}, {1, 65, 1, 1, 64, false}, {1, 65, 2, 1, 128, true}};
+
+TEST_CASE("attention rung 06 on the CPU: the tensor-core backward's own body on 128 host threads", "[ch12]") {
+  for (const Case& c : kTcBackwardCases) {
+    INFO("B " << c.B << " T " << c.T << " H " << c.H << " G " << c.G << " D " << c.D << (c.causal ? " causal" : " full"));
+    const Bf16Problem p = bf16_problem(c);
+    std::vector<float> dq(p.r.dq.size(), NAN), dk(p.r.dk.size(), NAN), dv(p.r.dv.size(), NAN), delta(p.r.lse.size(), NAN);
+    emulate_flash_backward_bf16_tc(backward_problem(p, p.r.out.data(), p.r.lse.data(), delta.data(), dq.data(), dk.data(),
+                                                    dv.data(), p.q.data(), p.k.data(), p.v.data(), p.dout.data()));
+    check_tc_gradients(dq, dk, dv, p.r);
   }
 }
 
@@ -197,7 +242,7 @@ TEST_CASE("attention ladder on the GPU: every rung equals the reference", "[ch12
 #endif
 }
 
-TEST_CASE("attention rung 05 on the GPU: the tensor-core kernel equals the reference", "[ch12][gpu]") {
+TEST_CASE("attention rungs 05 and 06 on the GPU: the tensor-core kernels equal the reference", "[ch12][gpu]") {
   if (cuda_device_count() == 0) {
     WARN("no CUDA device: skipped");
     return;
@@ -222,6 +267,18 @@ TEST_CASE("attention rung 05 on the GPU: the tensor-core kernel equals the refer
     flash_forward_bf16_tc(a);
     check_within(out.to(Device::cpu()).to_floats(), p.r.out, std::ldexp(p.max_v, -8), "rung 05 out");
     check_within(lse.to(Device::cpu()).to_floats(), p.r.lse, 2e-5, "rung 05 lse");
+    // Rung 06 from the reference's out and lse.
+    const auto floats_up = [&](const std::vector<float>& x) {
+      return Tensor::from_floats(x, {static_cast<std::int64_t>(x.size())}).to(gpu, MemCategory::Temporary);
+    };
+    const Tensor ref_out = floats_up(p.r.out), ref_lse = floats_up(p.r.lse), dout = up(p.dout);
+    Tensor delta = floats_up(std::vector<float>(p.r.lse.size(), NAN)), dq = floats_up(std::vector<float>(p.r.dq.size(), NAN));
+    Tensor dk = floats_up(std::vector<float>(p.r.dk.size(), NAN)), dv = floats_up(std::vector<float>(p.r.dv.size(), NAN));
+    flash_backward_bf16_tc(backward_problem(p, ref_out.data<float>(), ref_lse.data<float>(), delta.data<float>(),
+                                            dq.data<float>(), dk.data<float>(), dv.data<float>(), q.data<std::uint16_t>(),
+                                            k.data<std::uint16_t>(), v.data<std::uint16_t>(), dout.data<std::uint16_t>()));
+    check_tc_gradients(dq.to(Device::cpu()).to_floats(), dk.to(Device::cpu()).to_floats(),
+                       dv.to(Device::cpu()).to_floats(), p.r);
   }
 #endif
 }
