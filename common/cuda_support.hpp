@@ -16,6 +16,7 @@ void free(void* ptr);
 void copy(void* dst, const void* src, std::size_t bytes);  // any direction (unified addressing)
 void zero(void* ptr, std::size_t bytes);
 void synchronize();
+void synchronize_compute();  // the compute stream (common/cuda/streams.hpp) only
 std::int64_t bytes_in_use();  // total - free from cudaMemGetInfo on the current device
 const char* device_name();    // e.g. "NVIDIA H100 80GB HBM3"
 // The device's 16-byte UUID: the same physical GPU has the same UUID in every process, whatever

@@ -48,4 +48,8 @@ void synchronize(Device device) {
   if (device.is_cuda()) cuda::synchronize();
 }
 
+void synchronize_compute(Device device) {
+  if (device.is_cuda()) cuda::synchronize_compute();
+}
+
 }  // namespace usp

@@ -28,5 +28,8 @@ Device parse_device(const std::string& text, int local_rank = 0);
 // Waits until the work queued on `device` has finished (nothing to wait for on the CPU): a
 // wall-clock time around GPU work means something only after it.
 void synchronize(Device device);
+// Waits for the work queued on `device`'s compute stream only, not the communicators' streams: an
+// asynchronous send still waiting for its receiver would turn a whole-device wait into a deadlock.
+void synchronize_compute(Device device);
 
 }  // namespace usp

@@ -1,5 +1,6 @@
 // ch06_tensor_parallel: the playbook's "Tensor Parallelism" and "Sequence Parallelism" on the
-// run's W ranks.
+// run's W ranks: CPU ranks, or with --device cuda a GPU per rank (the groups over NCCL, or over
+// MPI through host memory when ranks share a GPU: --backend).
 //
 //   1. The layouts side by side: for each t of --tp that divides W, t-way tensor parallelism
 //      (Megatron-LM's column and row blocks) on dp = W / t data-parallel replicas, without and
@@ -98,7 +99,7 @@ void plan_variants(Setup& s, const Cli& cli, int world) {
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s{agree_training_inputs(rt, cli)};
+  Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   rt.agree([&] {
     // The global batch of W × grad-acc × mbs samples: a layout with dp = W / t replicas runs
     // grad-acc × t micro-batches per replica, so every layout sees the same samples per step.
@@ -117,7 +118,8 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
       << " parameters), seq " << cfg.seq << ", " << dtype_name(cfg.dtype) << ", recompute "
       << recompute_name(cfg.recompute) << "\n  W = " << world << (world == 1 ? " rank" : " ranks") << "; global batch "
       << global << " samples of "
-      << cfg.seq << " tokens (micro-batches of " << cfg.mbs << "), " << cfg.steps << " AdamW steps per layout\n";
+      << cfg.seq << " tokens (micro-batches of " << cfg.mbs << "), " << cfg.steps << " AdamW steps per layout, on "
+      << cfg.device.str() << "\n";
   for (const Variant& v : s.variants)
     out << "    " << v.layout.label() << ": dp = " << v.layout.dp << " replica(s) of t = " << v.layout.tp
         << " rank(s), " << v.micro_batches << " micro-batch(es) per replica and step\n";
@@ -129,7 +131,8 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch06_tensor_parallel",
-          "tensor parallelism (Megatron-LM's column and row blocks) and sequence parallelism on a dp × tp mesh");
+          "tensor parallelism (Megatron-LM's column and row blocks) and sequence parallelism on a dp × tp mesh,\n"
+          "on CPU ranks or a GPU per rank");
   cli.add_common("out/06_tensor_parallel");
   add_training_flags(cli, {"usp-small", 128, 2, 3, 3e-3});
   cli.add_string("tp", "1,2,4",
@@ -154,6 +157,12 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // Everything that is not a layout's own traffic (losses, traces, comparisons) goes over a
   // second communicator, so that the trainer's groups count exactly what the layouts communicate.
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  // The layouts' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
+  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
+  // --backend), which the mesh then splits into the tp and dp groups.
+  std::unique_ptr<Communicator> device_comm;
+  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  Communicator& tensors = device_comm ? *device_comm : rt.world();
   make_dirs(out);
 
   const std::string load = cli.get_string("load"), save = cli.get_string("save");
@@ -169,7 +178,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     // Every layout runs the blocks of exercise 06.1 and the loss of 06.2: while they are stubs,
     // nothing can train (skipped on every rank together).
     const std::string missing = rt.skip_if_not_implemented([&] {
-      results.push_back(run_variant(rt.world(), *metrics, cfg, *setup.in.data, setup.variants[i], out, hooks));
+      results.push_back(run_variant(tensors, *metrics, cfg, *setup.in.data, setup.variants[i], out, hooks));
     });
     if (!missing.empty()) {
       if (rt.is_root())

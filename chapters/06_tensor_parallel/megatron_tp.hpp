@@ -7,6 +7,10 @@
 // all-reduce, or reduce-scatter under sequence parallelism) gives every token its row. Backward:
 // g's backward of the stream gradient (identity, or all-gather of the rows), then each rank adds
 // the rows of the tokens it owns into its part of the table's gradient.
+//
+// On GPUs (the store on a CUDA device, the group a device communicator: NCCL, or MPI through host
+// memory) the blocks and the embedding are this same code over the ops' CUDA twins; the loss,
+// whose exercise works on host memory, goes to vocab_parallel_loss_cuda.hpp's device version of it.
 #pragma once
 #include <cstdint>
 

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "common/comm/root_outcome.hpp"
 #include "common/io/checkpoint.hpp"
+#include "common/ops/ops.hpp"
 
 namespace usp::ch06 {
 
@@ -28,9 +29,7 @@ void restart_optimizer(AdamW& opt, const ParamStore& params) {
   opt.m().zero();
   opt.v().zero();
   opt.set_step_count(0);
-  if (opt.master().defined())
-    convert_to_float(params.dtype(), params.flat().raw(), opt.master().data<float>(),
-                     static_cast<std::size_t>(params.numel()));
+  if (opt.master().defined()) ops::convert(params.flat(), opt.master());  // on the store's device
 }
 
 }  // namespace

@@ -22,11 +22,12 @@ std::vector<float> gather_full_parameters(const ParamStore& shard, Communicator&
       std::copy(mine.begin(), mine.end(), dst);
       continue;
     }
-    // Every rank's shard, in rank order: [t · numel].
-    Tensor local = Tensor::from_floats(mine, {p.numel});
-    Tensor all = Tensor::empty({p.numel * tp.size()}, DType::f32, MemCategory::Temporary);
+    // Every rank's shard, in rank order: [t · numel], through the group's device.
+    const Tensor local = Tensor::from_floats(mine, {p.numel}).to(tp.device(), MemCategory::Temporary);
+    Tensor all = Tensor::empty({p.numel * tp.size()}, DType::f32, MemCategory::Temporary, tp.device());
     tp.all_gather(local, all);
-    const float* a = all.data<float>();
+    const std::vector<float> everyone = all.to_floats();
+    const float* a = everyone.data();
     // Shard r's element j sits at the index its own ParamInfo would give: the same layout with
     // shard_begin moved to r's block.
     ParamInfo other = p;

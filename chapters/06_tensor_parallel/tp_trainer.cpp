@@ -1,17 +1,21 @@
 #include "chapters/06_tensor_parallel/tp_trainer.hpp"
 
 #include "chapters/06_tensor_parallel/tp_gather.hpp"
+#include "common/device.hpp"
 
 namespace usp::ch06 {
 
 TpTrainer::TpTrainer(Communicator& world, const TrainingConfig& cfg, TpLayout layout) : layout_(layout) {
   check_tp_layout(layout_, world.size(), cfg.model, cfg.mbs, cfg.seq);
+  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+            "TpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
+                " (a GPU needs a device communicator: Runtime::make_world)");
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), layout_.mesh_sizes()));
   tp_quiet_ = mesh_->tp().split(0, mesh_->tp().rank());
   ops_ = std::make_unique<MegatronTp>(mesh_->tp(), layout_.sp, cfg.model.vocab);
   StoreLayout store_layout;
   store_layout.tp = TpShard{layout_.tp, mesh_->tp().rank()};
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, Device::cpu(), store_layout);
+  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device, store_layout);
   store_->init(cfg.seed);
   ModelOptions options = cfg.model_options();
   options.tensor_parallel = ops_.get();
@@ -38,6 +42,7 @@ double TpTrainer::step(const std::vector<Batch>& micro_batches) {
     }
   if (layout_.dp > 1) mesh_->dp().all_reduce(store_->flat_grad(), ReduceOp::avg);
   optimizer_->step(*store_);
+  synchronize(store_->device());  // a GPU's queued work belongs to this step (and its time)
   return loss / static_cast<double>(micro_batches.size());
 }
 

@@ -88,7 +88,7 @@ StageCost stage_cost(const Setup& s, ScheduleKind kind) {
 }
 
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s{agree_training_inputs(rt, cli)};
+  Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   rt.agree([&] {
     const std::string which = cli.get_string("schedule");
     s.kinds = which == "all" ? all_schedule_kinds() : std::vector<ScheduleKind>{parse_schedule_kind(which)};
@@ -242,8 +242,14 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
   const TrainingConfig& cfg = s.in.config;
   // What is not training traffic (losses, traces, gathers) goes over a communicator of its own.
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  // Activations and gradients travel over the CPU world on CPU ranks; on GPUs over a communicator
+  // for CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
+  // --backend), which the mesh splits into the pipeline and dp groups.
+  std::unique_ptr<Communicator> device_comm;
+  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  Communicator& tensors = device_comm ? *device_comm : rt.world();
   if (rt.is_root())
-    std::cout << "\n4. The executor on " << rt.size() << " ranks: " << cfg.model.str() << ", seq " << cfg.seq
+    std::cout << "\n4. The executor on " << rt.size() << (cfg.device.is_cuda() ? " GPUs" : " ranks") << ": " << cfg.model.str() << ", seq " << cfg.seq
               << ", micro-batches of " << cfg.mbs << ", " << dtype_name(cfg.dtype) << ", recompute "
               << recompute_name(cfg.recompute) << "; dp = " << s.dp << " pipeline(s) of pp = " << s.pp << " ranks, m = "
               << s.m << " micro-batches each, " << cfg.steps << " AdamW steps per schedule (times: ms)\n";
@@ -251,7 +257,7 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
   for (ScheduleKind kind : s.kinds) {
     const PpLayout layout{s.dp, s.pp, kind, s.m, chunks_for(s, kind)};
     const std::string missing = rt.skip_if_not_implemented([&] {
-      reports.push_back(report_run(*metrics, train_schedule(rt.world(), *metrics, cfg, *s.in.data, layout, out_dir)));
+      reports.push_back(report_run(*metrics, train_schedule(tensors, *metrics, cfg, *s.in.data, layout, out_dir)));
     });
     if (!rt.is_root()) continue;
     if (!missing.empty()) {

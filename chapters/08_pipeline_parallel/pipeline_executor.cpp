@@ -4,6 +4,7 @@
 #include <string>
 
 #include "chapters/08_pipeline_parallel/schedule_replay.hpp"
+#include "common/device.hpp"
 #include "common/error.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/trace.hpp"
@@ -106,13 +107,13 @@ void PipelineExecutor::run_op(const Op& op, const std::vector<Batch>& micro_batc
     }
     case OpKind::recv_act: {
       // The stage's input: the model keeps it as a saved activation until the backward.
-      Tensor t = Tensor::empty(stream, model.options().activation_dtype, MemCategory::Activation);
+      Tensor t = Tensor::empty(stream, model.options().activation_dtype, MemCategory::Activation, pp_.device());
       pp_.recv(t, peer_rank(s_.layout, rank_, op), tag_of(op));
       act_in_[key] = t;
       break;
     }
     case OpKind::recv_grad: {
-      Tensor t = Tensor::empty(stream, DType::f32, MemCategory::Temporary);
+      Tensor t = Tensor::empty(stream, DType::f32, MemCategory::Temporary, pp_.device());
       pp_.recv(t, peer_rank(s_.layout, rank_, op), tag_of(op));
       grad_in_[key] = t;
       break;
@@ -136,6 +137,9 @@ ExecutedStep PipelineExecutor::run(const std::vector<Batch>& micro_batches, floa
     const Op& op = list[i];
     const double start = tracer.now_us();
     run_op(op, micro_batches, loss_scale, step);
+    // On a GPU an op's kernels run after it returns: its span ends when they have (the compute
+    // stream only; a send still waiting for its receiver goes on).
+    synchronize_compute(pp_.device());
     const double end = tracer.now_us();
     if (is_compute(op.kind) && tracer.enabled()) tracer.add(op_name(op, s_.v), "compute", start, end);
     reap_sends(false);

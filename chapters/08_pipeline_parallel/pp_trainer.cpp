@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/device.hpp"
 #include "common/error.hpp"
 
 namespace usp::ch08 {
@@ -23,16 +24,22 @@ void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& 
 }
 
 double share_loss(Communicator& comm, int root, double local) {
-  Tensor loss = Tensor::zeros({2}, DType::i32);
-  if (comm.rank() == root) std::memcpy(loss.raw(), &local, sizeof local);
+  Tensor bits = Tensor::zeros({2}, DType::i32, MemCategory::Temporary);
+  if (comm.rank() == root) std::memcpy(bits.raw(), &local, sizeof local);
+  Tensor loss = bits.to(comm.device(), MemCategory::Temporary);  // the group's tensors live there
   comm.broadcast(loss, root);
+  bits.copy_from(loss);
   double out = 0;
-  std::memcpy(&out, loss.raw(), sizeof out);
+  std::memcpy(&out, bits.raw(), sizeof out);
   return out;
 }
 
 PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout layout) : layout_(layout) {
   check_pp_layout(layout_, world.size(), cfg.model);
+  cfg_device_ = cfg.device;
+  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+            "PpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
+                " (a GPU needs a device communicator: Runtime::make_world)");
   schedule_ = make_schedule(layout_.schedule, layout_.pp, layout_.m, layout_.v);
   stages_ = split_units(cfg.model, schedule_.layout.num_stages());
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .pp = layout_.pp}));
@@ -63,6 +70,7 @@ PpStep PpTrainer::step(const std::vector<Batch>& micro_batches) {
   out.loss = share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   params_->average_grads(mesh_->dp());
   params_->step();
+  synchronize_compute(cfg_device_);  // a GPU's queued work belongs to this step
   return out;
 }
 

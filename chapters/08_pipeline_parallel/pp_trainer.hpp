@@ -77,6 +77,7 @@ class PpTrainer {
   WeightGradQueue queue_;
   std::vector<std::unique_ptr<Model>> chunks_;
   std::unique_ptr<PipelineExecutor> executor_;
+  Device cfg_device_ = Device::cpu();       // where the stages' tensors live
   int last_rank_ = 0;                        // the pipeline rank of the last stage (the loss)
   std::unique_ptr<Communicator> loss_comm_;  // the pipeline's ranks, for the loss only
 };

@@ -8,7 +8,7 @@ namespace usp::ch08 {
 
 StageParams::StageParams(const TrainingConfig& cfg, const std::vector<UnitRange>& ranges, TpShard tp, EpShard ep,
                          bool with_optimizer) {
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, Device::cpu(),
+  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device,
                                         StoreLayout{Residency::per_unit, Residency::per_unit, 1, tp, ep});
   for (const UnitRange& r : ranges)
     for (int u = r.first; u <= r.last; ++u) units_.push_back(u);

@@ -120,6 +120,7 @@ void zero(void* ptr, std::size_t bytes) {
 }
 
 void synchronize() { USP_CUDA_CHECK(cudaDeviceSynchronize()); }
+void synchronize_compute() { USP_CUDA_CHECK(cudaStreamSynchronize(compute_stream())); }
 
 std::int64_t bytes_in_use() {
   if (device_count() == 0) return -1;  // nothing to measure: same answer as a CPU-only build

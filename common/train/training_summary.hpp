@@ -26,7 +26,8 @@ struct TrainingSummary {
   const CommStats* comm = nullptr;
 };
 
-// Every rank's values gathered on every rank (collective over comm): [rank][i].
+// Every rank's values gathered on every rank (collective over comm, on whatever device its tensors
+// live: a device communicator's go through its device): [rank][i].
 std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const std::vector<std::int64_t>& mine);
 
 // Gathers this rank's tracker peaks and comm stats, and writes path on rank 0.

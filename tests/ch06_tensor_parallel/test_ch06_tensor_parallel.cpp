@@ -5,7 +5,9 @@
 // against the single-rank baseline; each layer's saved activations against the course's
 // formula divided as TP and SP divide it; the bytes each collective moves per step against the
 // operator count; the whole logits never held by one rank. The [mpi] cases run on 1, 2 and 4
-// ranks, with t = the world size (and dp 2 × tp 2 on 4).
+// ranks, with t = the world size (and dp 2 × tp 2 on 4). [gpu]: the loss's device version against
+// the exercise, and every layout with a GPU per rank over the device communicator (NCCL, or host
+// staging when ranks share a GPU) against the CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -14,8 +16,10 @@
 #include "chapters/06_tensor_parallel/tp_gather.hpp"
 #include "chapters/06_tensor_parallel/tp_trainer.hpp"
 #include "chapters/06_tensor_parallel/vocab_parallel_loss.hpp"
+#include "chapters/06_tensor_parallel/vocab_parallel_loss_cuda.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/comm/comm_volume.hpp"
+#include "common/device.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
@@ -415,5 +419,79 @@ TEST_CASE("each layer's saved activations per rank = the course's formula under 
         trainer.model().backward();
       }
     }
+  }
+}
+
+// ---- on GPUs: the same chapter over a device communicator ----------------------------------------
+
+TEST_CASE("the vocabulary-parallel cross-entropy on GPUs equals exercise 06.2's on the CPU", "[ch06][mpi][gpu]") {
+  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  Communicator& comm = world();
+  const int t = comm.size(), r = comm.rank();
+  const Device gpu = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> group = rt.make_world(gpu);  // NCCL, or host-staged MPI
+  const std::int64_t N = 6, V = 40, Vr = V / t;
+  Tensor logits = random_tensor({N, V}, "logits");
+  ops::scale_inplace(logits, 8.0f);
+  Tensor targets = Tensor::empty({N}, DType::i32);
+  for (std::int64_t n = 0; n < N; ++n) targets.data<std::int32_t>()[n] = static_cast<std::int32_t>((n * 7 + 3) % V);
+  const Tensor mine = as_tensor(block(logits, r * Vr, Vr, true), {N, Vr});
+  Tensor lse_cpu;
+  const double want = vocab_parallel_cross_entropy(comm, mine, targets, r * Vr, lse_cpu);
+  Tensor dwant = Tensor::empty({N, Vr});
+  vocab_parallel_cross_entropy_backward(mine, targets, r * Vr, lse_cpu, dwant, 0.5f);
+
+  const Tensor mine_gpu = mine.to(gpu), targets_gpu = targets.to(gpu);
+  Tensor lse;
+  const double got = vocab_parallel_cross_entropy_cuda(*group, mine_gpu, targets_gpu, r * Vr, lse);
+  INFO("rank " << r << " of t = " << t << " on " << gpu.str() << ": loss " << got << ", exercise 06.2's " << want);
+  // The device sums Σ e^(z - m) in fp32 over ≤ 40 columns (worst case 40 ulps = 2.4e-6 relative;
+  // the exercise sums in double): log s moves by ≤ 2.4e-6, a loss of ~8 by ≤ 3e-7 relative.
+  CHECK(std::fabs(got - want) <= 1e-6 * std::fabs(want));
+  REQUIRE(lse.defined());
+  CHECK(lse.device() == gpu);
+  CHECK(elementwise_mismatch(lse.to_floats(), lse_cpu.to_floats(), Tolerance::absolute(4e-6), r) == "");
+  Tensor dgot = Tensor::empty({N, Vr}, DType::f32, MemCategory::Temporary, gpu);
+  vocab_parallel_cross_entropy_backward_cuda(mine_gpu, targets_gpu, r * Vr, lse, dgot, 0.5f);
+  // e^(z - lse) · 0.5/N ≤ 0.083 with lse off by ≤ 2.4e-6: ≤ 2e-7 apart, and expf's 2 ulps.
+  CHECK(elementwise_mismatch(dgot.to_floats(), dwant.to_floats(), Tolerance::absolute(4e-7), r) == "");
+  // A target outside the vocabulary is refused on every rank, before any communication.
+  targets.data<std::int32_t>()[2] = static_cast<std::int32_t>(V);
+  CHECK_THROWS_WITH(vocab_parallel_cross_entropy_cuda(*group, mine_gpu, targets.to(gpu), r * Vr, lse),
+                    Catch::Contains("target 40 at row 2 is outside the vocabulary [0, 40)"));
+}
+
+TEST_CASE("TP, TP+SP and DP × TP on GPUs over the device communicator train like the CPU baseline",
+          "[ch06][mpi][gpu]") {
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  Communicator& w = world();
+  auto metrics = w.split(0, w.rank());
+  TrainingConfig cfg = tp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  TrainingConfig gpu_cfg = cfg;
+  gpu_cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu_cfg.device);
+  for (const TpLayout& layout : layouts_for(w.size())) {
+    INFO(layout.label() << " on " << gpu_cfg.device.str() << " over " << tensors->backend() << ", rank " << w.rank());
+    const testing::Run base = testing::baseline(cfg, *data, layout.dp);  // on the CPU
+    const testing::Run got = tp_run(*tensors, *metrics, gpu_cfg, *data, layout, 1);
+    // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, block reductions, NCCL's
+    // ring), a few ulps per op that AdamW's normalised steps keep from growing over three steps:
+    // 1e-5 of the loss (tests/model/test_model_cuda.cpp); the weights as the CPU layouts above
+    // (lr/30: a thirtieth of one update).
+    for (std::size_t s = 0; s < got.losses.size(); ++s) {
+      INFO("step " << s << ": loss " << got.losses[s] << ", baseline " << base.losses[s]);
+      CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-5 * base.losses[s]);
+    }
+    CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
   }
 }

@@ -5,6 +5,8 @@
 // gradient and parameters after 3 AdamW steps. The activations in flight the executor counts
 // equal the simulator's (the same lists), ≤ p for 1F1B and m for AFAB, and the tracker's peak
 // follows them; the bytes each rank sends equal the schedule's messages. [mpi]: 2 and 4 ranks.
+// [gpu]: every schedule with the stages on a GPU per rank, over the device communicator (NCCL, or
+// host staging when ranks share a GPU), against the CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -13,6 +15,7 @@
 
 #include "chapters/08_pipeline_parallel/pp_trainer.hpp"
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
+#include "common/device.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/small_model.hpp"
@@ -180,5 +183,38 @@ TEST_CASE("the bytes each pipeline rank sends are the schedule's messages", "[ch
     }
     // Nothing else goes over the pipeline group (the loss has its own communicator).
     CHECK(trainer.pp().stats().total_sent() == sends * stream);
+  }
+}
+
+TEST_CASE("every schedule on GPUs over the device communicator trains like the CPU baseline", "[ch08][mpi][gpu]") {
+  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  Communicator& w = world();
+  const TrainingConfig cfg = pp_training();
+  TrainingConfig gpu_cfg = cfg;
+  gpu_cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu_cfg.device);  // NCCL, or host-staged MPI
+  const auto data = make_dataset("synthetic", cfg.seed);
+  for (const PpLayout& layout : layouts_for(w.size())) {
+    INFO(layout.label() << " on " << gpu_cfg.device.str() << " over " << tensors->backend() << ", rank " << w.rank());
+    const testing::Run base = testing::baseline(cfg, *data, layout.dp * layout.m);  // on the CPU
+    PpTrainer trainer(*tensors, gpu_cfg, layout);
+    for (std::int64_t step = 0; step < cfg.steps; ++step) {
+      const PpStep s = trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), layout.m, cfg.mbs, cfg.seq));
+      const double loss = testing::mean_over_ranks(w, s.loss);
+      // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, block reductions), a few
+      // ulps per op that AdamW's normalised steps keep from growing over three steps: 1e-5 of the
+      // loss (tests/model/test_model_cuda.cpp); the weights as above (lr/30: a thirtieth of one
+      // update, so a missed or wrong update, or a stage's message lost, fails).
+      INFO("step " << step << ": loss " << loss << ", baseline " << base.losses[static_cast<std::size_t>(step)]);
+      CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(step)]) <=
+            1e-5 * base.losses[static_cast<std::size_t>(step)]);
+    }
+    CHECK(elementwise_mismatch(held(trainer.params(), false), held_slice(base.params, trainer.params()),
+                               Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
   }
 }

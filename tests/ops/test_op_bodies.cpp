@@ -173,6 +173,50 @@ TEST_CASE("CUDA bodies: cross-entropy, block per row, gradient in place", "[ops]
   CHECK(max_rel_error(doubles(logits), values_of(dt)) < kTol);
 }
 
+TEST_CASE("CUDA bodies: cross-entropy over a vocabulary split in column shards, as chapter 06 runs it",
+          "[ops][cuda-bodies]") {
+  // V = 37 over 3 shards of 13, 13 and 11 columns (the kernels take any V_r); targets in each.
+  const std::int64_t n = 5, v = 37;
+  const std::vector<std::int64_t> begins = {0, 13, 26, 37};
+  const std::vector<std::int32_t> tg = {0, 36, 17, 13, 25};
+  const Vec lv = random_values(n * v, 17, -6, 6);
+  const float scale = 8.0f;
+  const std::vector<float> logits = floats(lv);
+  std::vector<float> dlogits(static_cast<std::size_t>(n * v));
+  double loss = 0;
+  for (std::int64_t row = 0; row < n; ++row) {
+    // Each shard's block over its columns [b, e) of the row (a [N, V_r] tensor of its own).
+    std::vector<std::vector<float>> shard(begins.size() - 1);
+    for (std::size_t r = 0; r + 1 < begins.size(); ++r)
+      shard[r].assign(logits.begin() + row * v + begins[r], logits.begin() + row * v + begins[r + 1]);
+    auto width = [&](std::size_t r) { return begins[r + 1] - begins[r]; };
+    float m = -INFINITY;  // the all-reduce max of the shards' row maxima
+    for (std::size_t r = 0; r < shard.size(); ++r)
+      m = std::max(m, block_max([&](int th) { return body::row_max_partial(shard[r].data(), width(r), th, kThreads); }));
+    float s = 0.0f, zt = 0.0f;  // the all-reduce sums
+    for (std::size_t r = 0; r < shard.size(); ++r) {
+      s += block_sum([&](int th) { return body::row_sum_exp_partial(shard[r].data(), width(r), m, th, kThreads); });
+      zt += body::shard_target_logit(shard[r].data(), width(r), tg[row], begins[r]);
+    }
+    const float lse = static_cast<float>(static_cast<double>(m) + std::log(static_cast<double>(s)));
+    loss += static_cast<double>(lse) - zt;
+    for (std::size_t r = 0; r < shard.size(); ++r) {
+      const auto local = static_cast<std::int32_t>(tg[row] - begins[r]);
+      for (int th = 0; th < kThreads; ++th)
+        body::cross_entropy_backward_write(shard[r].data(), width(r), local, lse, 1.0f, scale / static_cast<float>(n),
+                                           th, kThreads, dlogits.data() + row * v + begins[r]);
+    }
+  }
+  loss /= static_cast<double>(n);
+
+  const Tensor targets = int_tensor(tg, {n});
+  Tensor lt = tensor_of(lv, {n, v}), dt = Tensor::empty({n, v});
+  const double want = ops::cross_entropy_forward(lt, targets);
+  ops::cross_entropy_backward(lt, targets, dt, scale);
+  CHECK(std::fabs(loss - want) < kTol * std::fabs(want));
+  CHECK(max_rel_error(doubles(dlogits), values_of(dt)) < kTol);
+}
+
 TEST_CASE("CUDA bodies: attention's causal softmax rows and their backward, around the head GEMMs",
           "[ops][cuda-bodies]") {
   // ops_cuda.cpp's attention per (batch, head): S = s·q kᵀ, the causal softmax rows, out = P·v;

@@ -150,6 +150,18 @@ USP_HD void cross_entropy_backward_write(const float* x, i64 V, std::int32_t tar
   for (i64 j = t; j < V; j += threads) d[j] = f * expf(x[j] - m) - (j == target ? k : 0.0f);
 }
 
+// The same loss over a vocabulary split by columns (chapter 06's vocabulary-parallel head on a
+// GPU): row n of logits [N, V_r] holds columns [begin, begin + V_r) of the full row. Each rank
+// takes its row max (row_max_partial), the group's max m comes back by all-reduce, then each rank
+// its Σ e^(x - m) (row_sum_exp_partial) and the target's logit, 0 when another rank holds that
+// column (one thread writes it); both are summed over the group. The backward is
+// cross_entropy_backward_write with m = lse, sum = 1 and the target made local (target - begin:
+// outside [0, V_r) it matches no column).
+USP_HD float shard_target_logit(const float* x, i64 V_r, std::int32_t target, i64 begin) {
+  const i64 j = static_cast<i64>(target) - begin;
+  return j >= 0 && j < V_r ? x[j] : 0.0f;
+}
+
 // Softmax backward of one attention row of `width` entries, the first len unmasked: partial
 // Σ d·p over them, then d <- p · (d - Σ) in place, and 0 for the masked entries (d = dout·vᵀ is
 // computed over the whole row).

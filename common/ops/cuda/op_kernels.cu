@@ -118,6 +118,31 @@ __global__ void cross_entropy_backward_kernel(const float* logits, const std::in
   body::cross_entropy_backward_write(x, V, targets[n], m, sum, k, t, kRowThreads, dlogits + n * V);
 }
 
+__global__ void shard_row_max_kernel(const float* logits, i64 V, float* row_max) {
+  const i64 n = blockIdx.x;
+  const int t = threadIdx.x;
+  const float m = block_max(body::row_max_partial(logits + n * V, V, t, kRowThreads));
+  if (t == 0) row_max[n] = m;
+}
+__global__ void shard_sum_exp_kernel(const float* logits, const std::int32_t* targets, i64 V, i64 begin,
+                                     const float* row_max, float* sum_exp, float* target_logit) {
+  const i64 n = blockIdx.x;
+  const int t = threadIdx.x;
+  const float* x = logits + n * V;
+  const float s = block_sum(body::row_sum_exp_partial(x, V, row_max[n], t, kRowThreads));
+  if (t == 0) {
+    sum_exp[n] = s;
+    target_logit[n] = body::shard_target_logit(x, V, targets[n], begin);
+  }
+}
+__global__ void shard_cross_entropy_backward_kernel(const float* logits, const std::int32_t* targets, i64 V, i64 begin,
+                                                    const float* lse, float k, float* dlogits) {
+  const i64 n = blockIdx.x;
+  const auto local = static_cast<std::int32_t>(static_cast<i64>(targets[n]) - begin);
+  body::cross_entropy_backward_write(logits + n * V, V, local, lse[n], 1.0f, k, static_cast<int>(threadIdx.x),
+                                     kRowThreads, dlogits + n * V);
+}
+
 __global__ void causal_softmax_kernel(float* p, i64 T, i64 r0) {
   const i64 r = blockIdx.x;
   const int t = threadIdx.x;
@@ -214,6 +239,19 @@ void cross_entropy_forward(const float* logits, const std::int32_t* targets, i64
 void cross_entropy_backward(const float* logits, const std::int32_t* targets, i64 N, i64 V, float k,
                             float* dlogits) {
   USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, cross_entropy_backward_kernel, logits, targets, V, k, dlogits);
+}
+void shard_row_max(const float* logits, i64 N, i64 V_r, float* row_max) {
+  USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, shard_row_max_kernel, logits, V_r, row_max);
+}
+void shard_sum_exp(const float* logits, const std::int32_t* targets, i64 N, i64 V_r, i64 begin, const float* row_max,
+                   float* sum_exp, float* target_logit) {
+  USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, shard_sum_exp_kernel, logits, targets, V_r, begin, row_max, sum_exp,
+             target_logit);
+}
+void shard_cross_entropy_backward(const float* logits, const std::int32_t* targets, i64 N, i64 V_r, i64 begin,
+                                  const float* lse, float k, float* dlogits) {
+  USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, shard_cross_entropy_backward_kernel, logits, targets, V_r, begin,
+             lse, k, dlogits);
 }
 void causal_softmax_rows(float* p, i64 rows, i64 T, i64 r0) {
   USP_LAUNCH(static_cast<unsigned>(rows), kRowThreads, causal_softmax_kernel, p, T, r0);

@@ -40,6 +40,14 @@ void cross_entropy_forward(const float* logits, const std::int32_t* targets, i64
 // dlogits = k · (softmax(logits) - onehot); dlogits may equal logits (each row read before written).
 void cross_entropy_backward(const float* logits, const std::int32_t* targets, i64 N, i64 V, float k,
                             float* dlogits);
+// The vocabulary-parallel cross-entropy's local steps (op_bodies.hpp): logits [N, V_r] are the
+// full vocabulary's columns [begin, begin + V_r); row_max, sum_exp, target_logit, lse are [N].
+void shard_row_max(const float* logits, i64 N, i64 V_r, float* row_max);
+void shard_sum_exp(const float* logits, const std::int32_t* targets, i64 N, i64 V_r, i64 begin, const float* row_max,
+                   float* sum_exp, float* target_logit);
+// dlogits = k · (e^(logits - lse) - onehot(target - begin)) on the shard's columns.
+void shard_cross_entropy_backward(const float* logits, const std::int32_t* targets, i64 N, i64 V_r, i64 begin,
+                                  const float* lse, float k, float* dlogits);
 // Attention's row softmax over `rows` rows of width T (row stride T) starting at query row r0:
 // row r (query r0 + r) keeps its first r0 + r + 1 entries (causal), zero beyond; in place.
 void causal_softmax_rows(float* p, i64 rows, i64 T, i64 r0);

@@ -242,4 +242,26 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, Tensor&
   df.store();
 }
 
+void vocab_shard_row_max(const Tensor& logits, Tensor& row_max) {
+  FloatIn lf(logits);
+  k::shard_row_max(lf.data(), logits.dim(0), logits.dim(1), row_max.data<float>());
+}
+
+void vocab_shard_sum_exp(const Tensor& logits, const Tensor& targets, std::int64_t begin, const Tensor& row_max,
+                         Tensor& sum_exp, Tensor& target_logit) {
+  FloatIn lf(logits);
+  k::shard_sum_exp(lf.data(), targets.data<std::int32_t>(), logits.dim(0), logits.dim(1), begin,
+                   row_max.data<float>(), sum_exp.data<float>(), target_logit.data<float>());
+}
+
+void vocab_shard_cross_entropy_backward(const Tensor& logits, const Tensor& targets, std::int64_t begin,
+                                        const Tensor& lse, Tensor& dlogits, float scale) {
+  const std::int64_t n = logits.dim(0);
+  FloatIn lf(logits);
+  FloatOut df(dlogits, false);
+  k::shard_cross_entropy_backward(lf.data(), targets.data<std::int32_t>(), n, logits.dim(1), begin,
+                                  lse.data<float>(), scale / static_cast<float>(n), df.data());
+  df.store();
+}
+
 }  // namespace usp::ops::cuda_path

@@ -1,4 +1,5 @@
-// The CUDA twins of the ops in ops.hpp (CUDA builds only; internal to common/ops/). Each op in
+// The CUDA twins of the ops in ops.hpp (CUDA builds only; internal to common/ops/, but for the
+// vocabulary-shard steps at the end, which chapter 06 calls). Each op in
 // common/ops/*.cpp checks its arguments, and when they live on a CUDA device calls its twin
 // here with the same arguments and the same contract: same shapes, same accumulate/overwrite
 // rules, f32/bf16/f16 tensors computed in fp32 (narrow ones widened into device Temporaries and
@@ -35,5 +36,20 @@ void add_inplace(Tensor& y, const Tensor& x);
 void scale_inplace(Tensor& y, float s);
 double cross_entropy_forward(const Tensor& logits, const Tensor& targets);
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, Tensor& dlogits, float scale);
+
+// The local steps of the cross-entropy over a vocabulary split by columns across a group
+// (chapter 06's vocabulary-parallel head on a GPU; on the CPU, exercise 06.2 computes them; the
+// group's all-reduces go between them). logits [N, V_r] (f32/bf16/f16) hold the full vocabulary's
+// columns [begin, begin + V_r); targets [N] i32 are full-vocabulary ids; every other tensor is
+// [N] f32 on the logits' device.
+//   row_max:      m_r[n] = max over the shard's columns
+//   sum_exp:      s[n] = Σ e^(z - m[n]) over the shard's columns (m: the group's max), and
+//                 zt[n] = z[n, target - begin] when the shard holds the target's column, else 0
+//   backward:     dlogits [N, V_r] f32 = scale / N · (e^(z - lse[n]) - [column = target])
+void vocab_shard_row_max(const Tensor& logits, Tensor& row_max);
+void vocab_shard_sum_exp(const Tensor& logits, const Tensor& targets, std::int64_t begin, const Tensor& row_max,
+                         Tensor& sum_exp, Tensor& target_logit);
+void vocab_shard_cross_entropy_backward(const Tensor& logits, const Tensor& targets, std::int64_t begin,
+                                        const Tensor& lse, Tensor& dlogits, float scale);
 
 }  // namespace usp::ops::cuda_path
