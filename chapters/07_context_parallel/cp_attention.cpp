@@ -28,8 +28,9 @@ const Tensor& CpAttentionBase::positions(std::int64_t tokens) const {
   if (!positions_.defined() || positions_.numel() != tokens) {
     // Batch data, like the tokens themselves: a Temporary (not model memory).
     const std::vector<std::int32_t> p = rank_positions(sharding_, tokens * cp_.size(), cp_.size(), cp_.rank());
-    positions_ = Tensor::empty({tokens}, DType::i32, MemCategory::Temporary);
-    std::copy(p.begin(), p.end(), positions_.data<std::int32_t>());
+    Tensor host = Tensor::empty({tokens}, DType::i32, MemCategory::Temporary);
+    std::copy(p.begin(), p.end(), host.data<std::int32_t>());
+    positions_ = cp_.device().is_cpu() ? host : host.to(cp_.device(), MemCategory::Temporary);
   }
   return positions_;
 }
@@ -37,10 +38,11 @@ const Tensor& CpAttentionBase::positions(std::int64_t tokens) const {
 const Tensor& CpAttentionBase::gathered_positions(std::int64_t tokens) const {
   const int W = cp_.size();
   if (!all_positions_.defined() || all_positions_.numel() != W * tokens) {
-    all_positions_ = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);  // batch data
-    std::int32_t* p = all_positions_.data<std::int32_t>();
+    Tensor host = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);  // batch data
+    std::int32_t* p = host.data<std::int32_t>();
     for (int w = 0; w < W; ++w)
       for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
+    all_positions_ = cp_.device().is_cpu() ? host : host.to(cp_.device(), MemCategory::Temporary);
   }
   return all_positions_;
 }
@@ -51,6 +53,9 @@ std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communic
     case CpAttention::ring: return std::make_unique<RingAttention>(cp, sharding);
     case CpAttention::all_gather: return std::make_unique<KvGatherAttention>(cp, sharding);
     case CpAttention::all_to_all:
+      if (cp.device().is_cuda())
+        throw UsageError("the all-to-all attention runs on CPU ranks only so far (its head/sequence reshuffle "
+                         "is host code); on GPUs use --attention ring or all-gather");
       if (heads % cp.size() != 0 || kv_heads % cp.size() != 0)
         throw UsageError("the all-to-all attention gives each of the cp = " + std::to_string(cp.size()) +
                          " ranks a share of the heads: cp must divide the number of heads (" + std::to_string(heads) +

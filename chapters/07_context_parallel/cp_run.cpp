@@ -120,9 +120,10 @@ VariantResult run_variant(Communicator& world, Communicator& metrics, const Trai
     // One attention forward on a layer's shapes, after the counters above are read.
     const ModelConfig& m = cfg.model;
     const std::int64_t T = cfg.seq / variant.layout.cp, D = m.head_dim();
-    const Tensor q = random_tensor({cfg.mbs, T, m.heads, D}, "q", cfg.dtype);
-    const Tensor k = random_tensor({cfg.mbs, T, m.kv_heads, D}, "k", cfg.dtype);
-    const Tensor v = random_tensor({cfg.mbs, T, m.kv_heads, D}, "v", cfg.dtype);
+    auto placed = [&](const Tensor& t) { return cfg.device.is_cpu() ? t : t.to(cfg.device); };
+    const Tensor q = placed(random_tensor({cfg.mbs, T, m.heads, D}, "q", cfg.dtype));
+    const Tensor k = placed(random_tensor({cfg.mbs, T, m.kv_heads, D}, "k", cfg.dtype));
+    const Tensor v = placed(random_tensor({cfg.mbs, T, m.kv_heads, D}, "v", cfg.dtype));
     r.attention_peak = attention_forward_peak(trainer.attention(), q, k, v);
     r.kv_measured = attention_forward_peak(trainer.attention(), q, k, v, MemCategory::CommBuffer);
     if (!variant.trace_name.empty()) write_trace(metrics, trace_dir, variant.trace_name);

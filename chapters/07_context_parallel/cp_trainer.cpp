@@ -1,5 +1,7 @@
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 
+#include "common/device.hpp"
+
 #include <string>
 
 #include "common/error.hpp"
@@ -52,6 +54,9 @@ Batch local_tokens(const Batch& batch, const std::vector<std::int32_t>& position
 
 CpTrainer::CpTrainer(Communicator& world, const TrainingConfig& cfg, CpLayout layout) : layout_(layout) {
   check_cp_layout(layout_, world.size(), cfg.model, cfg.seq);
+  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+            "CpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
+                " (a GPU needs a device communicator: Runtime::make_world)");
   mesh_ = std::make_unique<Mesh>(
       world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .tp = layout_.tp, .cp = layout_.cp}));
   attention_ = make_cp_attention(layout_.attention, mesh_->cp(), layout_.sharding, cfg.model.heads / layout_.tp,
@@ -60,7 +65,7 @@ CpTrainer::CpTrainer(Communicator& world, const TrainingConfig& cfg, CpLayout la
   // tokens, not the weights), initialised from the seed as one device would.
   StoreLayout store_layout;
   store_layout.tp = TpShard{layout_.tp, mesh_->tp().rank()};
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, Device::cpu(), store_layout);
+  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device, store_layout);
   store_->init(cfg.seed);
   ModelOptions options = cfg.model_options();
   options.context_parallel = attention_.get();
@@ -90,6 +95,7 @@ double CpTrainer::step(const std::vector<Batch>& micro_batches) {
   // hold the same TP shard: the dp·cp group).
   if (mesh_->dp_cp().size() > 1) mesh_->dp_cp().all_reduce(store_->flat_grad(), ReduceOp::avg);
   optimizer_->step(*store_);
+  synchronize(store_->device());  // a GPU's queued work belongs to this step (and its time)
   return loss / static_cast<double>(micro_batches.size());
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <vector>
 
+#include "common/device.hpp"
 #include "common/ops/ops.hpp"
 #include "common/trace.hpp"
 
@@ -13,7 +14,7 @@ KvGatherAttention::KvGatherAttention(Communicator& cp, CpSharding sharding) : Cp
 
 Tensor KvGatherAttention::gather_sequence(const Tensor& x) {
   const std::int64_t B = x.dim(0), T = x.dim(1), G = x.dim(2), D = x.dim(3), W = cp_.size();
-  Tensor all = Tensor::empty({B, W * T, G, D}, x.dtype(), MemCategory::CommBuffer);  // the other ranks' K or V
+  Tensor all = Tensor::empty({B, W * T, G, D}, x.dtype(), MemCategory::CommBuffer, x.device());  // the other ranks' K or V
   // One sequence at a time: its T rows from every rank land rank-major in its W·T rows, so the
   // gathered tensor needs no reordering (and no second buffer).
   for (std::int64_t b = 0; b < B; ++b) {
@@ -28,12 +29,13 @@ void KvGatherAttention::attention_forward(const Tensor& q, const Tensor& k, cons
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2);
   const Tensor K = gather_sequence(k), V = gather_sequence(v);  // [B, W·T, G, D]
   const Tensor& k_pos = gathered_positions(T);
-  saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation);  // the log-sum-exp
+  saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation, q.device());  // the log-sum-exp
   const auto t0 = std::chrono::steady_clock::now();
   {
     TraceScope span("all-gather attention");
     ops::attention_block_forward(q, K, V, positions(T), k_pos, out, saved);
   }
+  synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
   work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // One step; its blocks are the (query chunk, key chunk) pairs with a visible key, the key
   // chunks in the gathered order (rank after rank, each rank's chunks in its storage order).
@@ -45,8 +47,8 @@ void KvGatherAttention::attention_backward(const Tensor& dout, const Tensor& q, 
                                            Tensor& dv) {
   const std::int64_t B = q.dim(0), T = q.dim(1);
   const Tensor K = gather_sequence(k), V = gather_sequence(v);  // again: the forward let them go
-  Tensor dK = Tensor::zeros(K.shape(), DType::f32, MemCategory::Temporary);
-  Tensor dV = Tensor::zeros(V.shape(), DType::f32, MemCategory::Temporary);
+  Tensor dK = Tensor::zeros(K.shape(), DType::f32, MemCategory::Temporary, K.device());
+  Tensor dV = Tensor::zeros(V.shape(), DType::f32, MemCategory::Temporary, V.device());
   dq.zero();
   {
     TraceScope span("all-gather attention backward");

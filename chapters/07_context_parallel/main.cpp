@@ -1,4 +1,5 @@
-// ch07_context_parallel: the playbook's "Context Parallelism" on the run's W ranks.
+// ch07_context_parallel: the playbook's "Context Parallelism" on the run's W ranks: CPU ranks, or with
+// --device cuda a GPU per rank (ring and all-gather over NCCL, or MPI through host memory: --backend).
 //
 //   1. The variants side by side: every sequence split over cp ranks (--cp, default W; the other
 //      W / cp ranks are data-parallel replicas), its attention computed by a ring of K/V blocks,
@@ -20,6 +21,7 @@
 //   mpirun -np 4 build/bin/ch07_context_parallel [--cp 4] [--attention ring,all-gather,all-to-all]
 //                                                [--sharding contiguous,zig-zag] [--grad-acc 1]
 //   ./usp run 07
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -43,6 +45,7 @@ struct Setup {
   int cp = 1, dp = 1, tp = 1;
   std::vector<Variant> variants = {};
   std::int64_t grad_acc = 0;  // micro-batches per replica and step
+  bool skipped_on_gpu = false;  // the default all-to-all left out on GPUs
 };
 
 // A comma-separated list of names, each one of `known`, none twice.
@@ -86,9 +89,15 @@ void plan_variants(Setup& s, const Cli& cli, int world) {
                      " ranks of this run" + (s.tp > 1 ? " over --tp " + std::to_string(s.tp) : std::string()) +
                      " (each of the dp = W / (cp·tp) replicas is cp·tp ranks)");
   s.dp = world / s.tp / s.cp;
-  const auto attentions = parse_list<CpAttention>(
+  auto attentions = parse_list<CpAttention>(
       "attention", cli.get_string("attention"), {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all},
       attention_name);
+  if (cfg.device.is_cuda()) {  // the all-to-all reshuffles in host loops (cp_attention.hpp)
+    const auto a2a = std::find(attentions.begin(), attentions.end(), CpAttention::all_to_all);
+    if (a2a != attentions.end() && cli.given("attention"))
+      throw UsageError("--attention all-to-all runs on CPU ranks only so far; on GPUs use ring or all-gather");
+    if (a2a != attentions.end()) attentions.erase(a2a), s.skipped_on_gpu = true;
+  }
   const auto shardings = parse_list<CpSharding>("sharding", cli.get_string("sharding"),
                                                 {CpSharding::contiguous, CpSharding::zigzag}, sharding_name);
   for (CpAttention a : attentions)
@@ -101,7 +110,7 @@ void plan_variants(Setup& s, const Cli& cli, int world) {
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s{agree_training_inputs(rt, cli)};
+  Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   rt.agree([&] {
     plan_variants(s, cli, rt.size());
     s.grad_acc = resolve_grad_acc(cli, s.in.config.mbs, s.dp);
@@ -121,6 +130,9 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
       << s.grad_acc << " per replica and step), " << cfg.steps << " AdamW steps per variant:";
   for (const Variant& v : s.variants) out << (&v == &s.variants.front() ? " " : ", ") << v.layout.label();
   out << "\n";
+  if (s.skipped_on_gpu)
+    out << "  note: the all-to-all attention runs on CPU ranks only so far (host reshuffles): left out on "
+        << cfg.device.str() << "\n";
   if (s.cp == 1)
     out << "  note: with cp = 1 every rank holds whole sequences: no context parallelism. Run it on several ranks:\n"
            "        mpirun -np 4 build/bin/ch07_context_parallel (or ./usp run 07)\n";
@@ -150,6 +162,12 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // Everything that is not a variant's own traffic (losses, traces, comparisons) goes over a
   // second communicator, so that the trainer's groups count exactly what the variants send.
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  // The variants' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
+  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
+  // --backend), which the mesh splits into the cp, tp and dp groups.
+  std::unique_ptr<Communicator> device_comm;
+  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  Communicator& tensors = device_comm ? *device_comm : rt.world();
   make_dirs(out);
 
   std::vector<VariantResult> results;
@@ -157,7 +175,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     // The ring merges its blocks with exercise 07.1 and every variant lays the tokens out with
     // exercise 07.2: while they are stubs, nothing can train (skipped on every rank together).
     const std::string missing = rt.skip_if_not_implemented(
-        [&] { results.push_back(run_variant(rt.world(), *metrics, cfg, *setup.in.data, v, out)); });
+        [&] { results.push_back(run_variant(tensors, *metrics, cfg, *setup.in.data, v, out)); });
     if (!missing.empty()) {
       if (rt.is_root())
         std::cout << "\nthe variants: skipped until exercises 07.1 and 07.2 are written (" << missing << ")\n";

@@ -6,6 +6,7 @@
 
 #include "chapters/07_context_parallel/merge_attention.hpp"
 #include "chapters/07_context_parallel/token_rows.hpp"
+#include "common/device.hpp"
 #include "common/ops/ops.hpp"
 #include "common/trace.hpp"
 
@@ -24,11 +25,12 @@ std::int64_t chunk_row(CpSharding s, int world, int rank, int chunk, std::int64_
   throw Error("ring attention: rank " + std::to_string(rank) + " does not hold chunk " + std::to_string(chunk));
 }
 
-// The positions [L] i32 of a chunk's tokens in the whole sequence.
-Tensor chunk_positions(int chunk, std::int64_t len) {
+// The positions [L] i32 of a chunk's tokens in the whole sequence, on `device` (the attention
+// op's arguments share one).
+Tensor chunk_positions(int chunk, std::int64_t len, Device device) {
   Tensor p = Tensor::empty({len}, DType::i32, MemCategory::Temporary);
   for (std::int64_t i = 0; i < len; ++i) p.data<std::int32_t>()[i] = static_cast<std::int32_t>(chunk * len + i);
-  return p;
+  return device.is_cpu() ? p : p.to(device, MemCategory::Temporary);
 }
 
 // The K/V block a rank holds at a ring step, and the transfer of the next one.
@@ -49,8 +51,8 @@ struct Transfer {
 // `next` (allocated here); the caller computes, then waits.
 Transfer pass_on(Communicator& cp, const KvBlock& held, KvBlock& next, int step) {
   const int W = cp.size(), r = cp.rank();
-  next.k = Tensor::empty(held.k.shape(), held.k.dtype(), MemCategory::CommBuffer);
-  next.v = Tensor::empty(held.v.shape(), held.v.dtype(), MemCategory::CommBuffer);
+  next.k = Tensor::empty(held.k.shape(), held.k.dtype(), MemCategory::CommBuffer, held.k.device());
+  next.v = Tensor::empty(held.v.shape(), held.v.dtype(), MemCategory::CommBuffer, held.v.device());
   next.owner = (held.owner - 1 + W) % W;
   Transfer t;
   t.recv_k = cp.recv_async(next.k, (r - 1 + W) % W, tag(step, 0));
@@ -58,6 +60,31 @@ Transfer pass_on(Communicator& cp, const KvBlock& held, KvBlock& next, int step)
   t.send_k = cp.send_async(held.k, (r + 1) % W, tag(step, 0));
   t.send_v = cp.send_async(held.v, (r + 1) % W, tag(step, 1));
   return t;
+}
+
+// Exercise 07.1's merge and its backward work on host memory. With the ring on a GPU the merge's
+// operands (a chunk's running out and lse, the block's, and their gradients: O(len·H·D) per
+// block, against the block's O(len²·H·D) attention) go through host copies, so the student's
+// merge is the one every device runs; a production ring fuses it into the attention kernel.
+Tensor host_copy(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu(), MemCategory::Temporary); }
+
+void merge_on_host(Tensor& out, Tensor& lse, const Tensor& block_out, const Tensor& block_lse) {
+  if (out.device().is_cpu()) return merge_partial_attention(out, lse, block_out, block_lse);
+  Tensor o = host_copy(out), l = host_copy(lse);
+  merge_partial_attention(o, l, host_copy(block_out), host_copy(block_lse));
+  out.copy_from(o);
+  lse.copy_from(l);
+}
+
+void merge_backward_on_host(const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& block_out,
+                            const Tensor& block_lse, Tensor& dblock_out, Tensor& dblock_lse) {
+  if (dblock_out.device().is_cpu())
+    return merge_partial_attention_backward(dout, out, lse, block_out, block_lse, dblock_out, dblock_lse);
+  Tensor dbo = host_copy(dblock_out), dbl = host_copy(dblock_lse);
+  merge_partial_attention_backward(host_copy(dout), host_copy(out), host_copy(lse), host_copy(block_out),
+                                   host_copy(block_lse), dbo, dbl);
+  dblock_out.copy_from(dbo);
+  dblock_lse.copy_from(dbl);
 }
 
 }  // namespace
@@ -69,9 +96,10 @@ void RingAttention::attention_forward(const Tensor& q, const Tensor& k, const Te
   const int W = cp_.size(), r = cp_.rank();
   const std::int64_t len = T / static_cast<std::int64_t>(rank_chunks(sharding_, W, r).size());
   // The running result in fp32: out [B, T, H, D] and lse [B, H, T] (what backward keeps).
-  Tensor acc = Tensor::zeros({B, T, H, D}, DType::f32, MemCategory::Temporary);
-  saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation);
-  for (std::int64_t i = 0; i < saved.numel(); ++i) saved.data<float>()[i] = -std::numeric_limits<float>::infinity();
+  const Device dev = q.device();
+  Tensor acc = Tensor::zeros({B, T, H, D}, DType::f32, MemCategory::Temporary, dev);
+  saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation, dev);
+  saved.fill(-std::numeric_limits<float>::infinity());
   const Tensor lse_rows = saved.reshape({B * H, T, 1});  // the same memory, tokens as dim 1
 
   work_.blocks_per_step.assign(static_cast<std::size_t>(W), {});
@@ -87,19 +115,20 @@ void RingAttention::attention_forward(const Tensor& q, const Tensor& k, const Te
         const std::int64_t qr = chunk_row(sharding_, W, r, b.q_chunk, len);
         const std::int64_t kr = chunk_row(sharding_, W, held.owner, b.k_chunk, len);
         const Tensor qc = take_tokens(q, qr, len), kc = take_tokens(held.k, kr, len), vc = take_tokens(held.v, kr, len);
-        Tensor out_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary);
-        Tensor lse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary);
-        ops::attention_block_forward(qc, kc, vc, chunk_positions(b.q_chunk, len), chunk_positions(b.k_chunk, len),
-                                     out_b, lse_b);
+        Tensor out_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary, dev);
+        Tensor lse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary, dev);
+        ops::attention_block_forward(qc, kc, vc, chunk_positions(b.q_chunk, len, dev),
+                                     chunk_positions(b.k_chunk, len, dev), out_b, lse_b);
         // Merge into the query chunk's rows of the running result (exercise 07.1).
         Tensor out_c = take_tokens(acc, qr, len);
         Tensor lse_c = take_tokens(lse_rows, qr, len).reshape({B, H, len});
-        merge_partial_attention(out_c, lse_c, out_b, lse_b);
+        merge_on_host(out_c, lse_c, out_b, lse_b);
         put_tokens(out_c, acc, qr);
         Tensor lse_rows_mut = saved.reshape({B * H, T, 1});
         put_tokens(lse_c.reshape({B * H, len, 1}), lse_rows_mut, qr);
         work_.blocks_per_step[static_cast<std::size_t>(step)].push_back(b);
       }
+      synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
       work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     if (step + 1 < W) {
@@ -116,10 +145,11 @@ void RingAttention::attention_backward(const Tensor& dout, const Tensor& q, cons
   const int W = cp_.size(), r = cp_.rank();
   const std::int64_t len = T / static_cast<std::int64_t>(rank_chunks(sharding_, W, r).size());
   const Tensor lse_rows = saved.reshape({B * H, T, 1});
-  Tensor dq_acc = Tensor::zeros({B, T, H, D}, DType::f32, MemCategory::Temporary);
+  const Device dev = q.device();
+  Tensor dq_acc = Tensor::zeros({B, T, H, D}, DType::f32, MemCategory::Temporary, dev);
   // The dK/dV accumulator of the block held, travelling with it (f32).
-  Tensor dk_acc = Tensor::zeros({B, T, G, D}, DType::f32, MemCategory::CommBuffer);
-  Tensor dv_acc = Tensor::zeros({B, T, G, D}, DType::f32, MemCategory::CommBuffer);
+  Tensor dk_acc = Tensor::zeros({B, T, G, D}, DType::f32, MemCategory::CommBuffer, dev);
+  Tensor dv_acc = Tensor::zeros({B, T, G, D}, DType::f32, MemCategory::CommBuffer, dev);
 
   KvBlock held{k, v, r};
   for (int step = 0; step < W; ++step) {
@@ -133,33 +163,34 @@ void RingAttention::attention_backward(const Tensor& dout, const Tensor& q, cons
         const std::int64_t qr = chunk_row(sharding_, W, r, b.q_chunk, len);
         const std::int64_t kr = chunk_row(sharding_, W, held.owner, b.k_chunk, len);
         const Tensor qc = take_tokens(q, qr, len), kc = take_tokens(held.k, kr, len), vc = take_tokens(held.v, kr, len);
-        const Tensor qp = chunk_positions(b.q_chunk, len), kp = chunk_positions(b.k_chunk, len);
+        const Tensor qp = chunk_positions(b.q_chunk, len, dev), kp = chunk_positions(b.k_chunk, len, dev);
         // The block's own partial result, recomputed.
-        Tensor out_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary);
-        Tensor lse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary);
+        Tensor out_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary, dev);
+        Tensor lse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary, dev);
         ops::attention_block_forward(qc, kc, vc, qp, kp, out_b, lse_b);
         // The gradient the merge hands it (exercise 07.1), then the block's backward.
         const Tensor lse_c = take_tokens(lse_rows, qr, len).reshape({B, H, len});
-        Tensor dout_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary);
-        Tensor dlse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary);
-        merge_partial_attention_backward(take_tokens(dout, qr, len), take_tokens(out, qr, len), lse_c, out_b, lse_b,
-                                         dout_b, dlse_b);
-        Tensor dqc = Tensor::zeros({B, len, H, D}, DType::f32, MemCategory::Temporary);
-        Tensor dkc = Tensor::zeros({B, len, G, D}, DType::f32, MemCategory::Temporary);
-        Tensor dvc = Tensor::zeros({B, len, G, D}, DType::f32, MemCategory::Temporary);
+        Tensor dout_b = Tensor::empty({B, len, H, D}, DType::f32, MemCategory::Temporary, dev);
+        Tensor dlse_b = Tensor::empty({B, H, len}, DType::f32, MemCategory::Temporary, dev);
+        merge_backward_on_host(take_tokens(dout, qr, len), take_tokens(out, qr, len), lse_c, out_b, lse_b, dout_b,
+                               dlse_b);
+        Tensor dqc = Tensor::zeros({B, len, H, D}, DType::f32, MemCategory::Temporary, dev);
+        Tensor dkc = Tensor::zeros({B, len, G, D}, DType::f32, MemCategory::Temporary, dev);
+        Tensor dvc = Tensor::zeros({B, len, G, D}, DType::f32, MemCategory::Temporary, dev);
         ops::attention_block_backward(dout_b, dlse_b, qc, kc, vc, qp, kp, out_b, lse_b, dqc, dkc, dvc);
         put_tokens(dqc, dq_acc, qr, /*add=*/true);
         put_tokens(dkc, dk_acc, kr, /*add=*/true);
         put_tokens(dvc, dv_acc, kr, /*add=*/true);
       }
+      synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
       work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     if (step + 1 < W) transfer.wait();
     if (W > 1) {
       // The accumulator goes on with its block to rank r+1; the one for the block arriving (or,
       // after the last step, this rank's own, home from its last visit) comes from rank r-1.
-      Tensor dk_in = Tensor::empty(dk_acc.shape(), DType::f32, MemCategory::CommBuffer);
-      Tensor dv_in = Tensor::empty(dv_acc.shape(), DType::f32, MemCategory::CommBuffer);
+      Tensor dk_in = Tensor::empty(dk_acc.shape(), DType::f32, MemCategory::CommBuffer, dev);
+      Tensor dv_in = Tensor::empty(dv_acc.shape(), DType::f32, MemCategory::CommBuffer, dev);
       WorkHandle rk = cp_.recv_async(dk_in, (r - 1 + W) % W, tag(step, 2));
       WorkHandle rv = cp_.recv_async(dv_in, (r - 1 + W) % W, tag(step, 3));
       WorkHandle sk = cp_.send_async(dk_acc, (r + 1) % W, tag(step, 2));

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/dtype.hpp"
+#include "common/device.hpp"
 #include "common/ops/ops.hpp"
 #include "common/trace.hpp"
 
@@ -84,6 +85,7 @@ void UlyssesAttention::attention_forward(const Tensor& q, const Tensor& k, const
     TraceScope span("all-to-all attention");
     ops::attention_block_forward(qh, kh, vh, pos, pos, outh, saved);
   }
+  synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
   work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   to_tokens(outh, out);
   // One step: for its heads the rank computes every block of the causal mask; per (query chunk,
@@ -106,6 +108,7 @@ void UlyssesAttention::attention_backward(const Tensor& dout, const Tensor& q, c
     TraceScope span("all-to-all attention backward");
     ops::attention_block_backward(douth, Tensor(), qh, kh, vh, pos, pos, outh, saved, dqh, dkh, dvh);
   }
+  synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
   work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   to_tokens(dqh, dq);
   to_tokens(dkh, dk);

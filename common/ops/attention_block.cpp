@@ -8,7 +8,8 @@
 //   p = exp(s - lse), dv_j += Σ_i p[i, j]·dout_i, dp[i, j] = dout_i · v_j,
 //   ds = p ∘ (dp - rowsum(dout ∘ out) + dlse),  dq_i += Σ_j ds[i, j]·k_j / √D,  dk_j += Σ_i ds[i, j]·q_i / √D
 // Query head j reads kv head j / (H/G); dk and dv sum over the query heads of a group. Plain loops
-// in fp32 over one (batch, head) at a time, scores in a [Tq, Tk] Temporary. FLOPs counted as the
+// in fp32 over one (batch, head) at a time, scores in a [Tq, Tk] Temporary; on CUDA tensors (the
+// positions on the device too) the kernels of ops/cuda (one block per query row, one per key). FLOPs counted as the
 // dense products (2·Tq·Tk·D each): 2 forward, 4 backward (dp, dv, dq, dk) plus 1 (s recomputed).
 #include <cmath>
 #include <limits>
@@ -16,6 +17,10 @@
 
 #include "common/ops/float_args.hpp"
 #include "common/ops/ops.hpp"
+
+#if defined(USP_HAVE_CUDA)
+#include "common/ops/cuda/ops_cuda.hpp"
+#endif
 
 namespace usp::ops {
 
@@ -29,7 +34,6 @@ struct BlockDims {
 
 BlockDims check_block(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_pos,
                       const Tensor& k_pos) {
-  require_cpu(op, {&q, &k, &v, &q_pos, &k_pos});
   check_float(op, "q", q);
   check_float(op, "k", k);
   check_float(op, "v", v);
@@ -74,6 +78,13 @@ void attention_block_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   check_shape(op, "out", out, q.shape());
   USP_CHECK(lse.dtype() == DType::f32, std::string("ops::") + op + ": lse must be f32");
   check_shape(op, "lse", lse, {m.b, m.h, m.tq});
+  add_flops(2 * 2 * m.b * m.h * m.tq * m.tk * m.d);
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&q, &k, &v, &q_pos, &k_pos, &out, &lse})) {
+    cuda_path::attention_block_forward(q, k, v, q_pos, k_pos, out, lse);
+    return;
+  }
+#endif
   const FloatIn qf(q), kf(k), vf(v);
   FloatOut of(out, false);
   float* o = of.data();
@@ -112,7 +123,6 @@ void attention_block_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
       }
     }
   of.store();
-  add_flops(2 * 2 * m.b * m.h * m.tq * m.tk * m.d);
 }
 
 void attention_block_backward(const Tensor& dout, const Tensor& dlse, const Tensor& q, const Tensor& k,
@@ -127,6 +137,13 @@ void attention_block_backward(const Tensor& dout, const Tensor& dlse, const Tens
   check_shape(op, "dq", dq, q.shape());
   check_shape(op, "dk", dk, k.shape());
   check_shape(op, "dv", dv, k.shape());
+  add_flops(5 * 2 * m.b * m.h * m.tq * m.tk * m.d);
+#if defined(USP_HAVE_CUDA)
+  if (on_cuda(op, {&dout, &dlse, &q, &k, &v, &q_pos, &k_pos, &out, &lse, &dq, &dk, &dv})) {
+    cuda_path::attention_block_backward(dout, dlse, q, k, v, q_pos, k_pos, out, lse, dq, dk, dv);
+    return;
+  }
+#endif
   const FloatIn qf(q), kf(k), vf(v), of(out), dof(dout);
   FloatOut dqf(dq, true), dkf(dk, true), dvf(dv, true);
   const float* l = lse.data<float>();
@@ -172,7 +189,6 @@ void attention_block_backward(const Tensor& dout, const Tensor& dlse, const Tens
   dqf.store();
   dkf.store();
   dvf.store();
-  add_flops(5 * 2 * m.b * m.h * m.tq * m.tk * m.d);
 }
 
 }  // namespace usp::ops

@@ -44,11 +44,6 @@ bool on_cuda(const char* op, std::initializer_list<const Tensor*> tensors) {
   return first && first->device().is_cuda();
 }
 
-void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
-  for (const Tensor* t : tensors)
-    if (t->defined() && t->device().is_cuda())
-      throw NotImplemented(std::string("ops::") + op + ": no CUDA implementation yet");
-}
 
 void check_float(const char* op, const char* name, const Tensor& t) {
   USP_CHECK(t.defined(), std::string("ops::") + op + ": " + name + " is undefined");

@@ -3,7 +3,6 @@
 //   on_cuda        the device dispatch: true when the op's tensors live on a CUDA device (then
 //                  the op calls its CUDA twin in common/ops/cuda/), false on the CPU; arguments
 //                  on different devices throw usp::Error
-//   require_cpu    for the ops without a CUDA twin yet: CUDA tensors throw NotImplemented
 //   check_*        dtype and shape checks; a mismatch throws usp::Error naming the op, the
 //                  argument and the shapes.
 //   FloatIn        a float argument read as f32: an f32 tensor's own memory (no copy), or a
@@ -23,10 +22,6 @@ namespace usp::ops::detail {
 // True when the defined tensors live on a CUDA device, false when on the CPU (or none is
 // defined); Error naming the op and both devices when they are not all on the same one.
 bool on_cuda(const char* op, std::initializer_list<const Tensor*> tensors);
-
-// Throws NotImplemented("ops::<op>: no CUDA implementation yet") when any defined tensor lives
-// on a CUDA device.
-void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 
 // t is f32, bf16 or f16 (the float dtypes the ops compute with, in fp32).
 void check_float(const char* op, const char* name, const Tensor& t);

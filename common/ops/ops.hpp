@@ -4,7 +4,7 @@
 // Every op dispatches on the tensors' device (all of an op's tensors on the same one): the CPU
 // implementations are in ops/*.cpp (OpenBLAS sgemm for matmuls, plain loops elsewhere; one
 // thread per rank), their CUDA twins in ops/cuda/ (cuBLAS for the matmuls, one kernel per op
-// over the host-device bodies of ops/cuda/op_bodies.hpp). attention_block_* is CPU only for now. Float arguments may be f32, bf16 or f16: the op
+// over the host-device bodies of ops/cuda/op_bodies.hpp). Float arguments may be f32, bf16 or f16: the op
 // computes in fp32 (bf16 inputs widened, outputs rounded to nearest even). Integer arguments
 // are i32. Scratch space goes through the memory tracker as Temporary.
 //
@@ -81,7 +81,8 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
 // ---- one block of causal attention at given positions, with its log-sum-exp --------------------
 // The building block of attention over a sequence split across ranks (chapter 07) and of tiled
 // attention: queries q [B, Tq, H, D] against one block of keys and values k, v [B, Tk, G, D], each
-// token at its position in the whole sequence (q_pos [Tq], k_pos [Tk] i32); key j is visible to
+// token at its position in the whole sequence (q_pos [Tq], k_pos [Tk] i32, on the same device as
+// the other arguments); key j is visible to
 // query i iff k_pos[j] <= q_pos[i]. With s = q·kᵀ/√D over the visible keys:
 //   lse [B, H, Tq] f32 = log Σ exp(s)  (-inf for a query that sees no key of the block)
 //   out [B, Tq, H, D]  = softmax(s) · v (0 for such a query)   (both overwritten)

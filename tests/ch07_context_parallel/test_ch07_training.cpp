@@ -4,7 +4,9 @@
 // run recorded it: zig-zag balances it, contiguous gives rank r r + 1 blocks. What the all-gather
 // holds while it computes; the bytes each variant sends per step against its count; bad layouts
 // refused with one message. The [mpi] cases run on 1, 2 and 4 ranks with cp = the world size (and
-// dp 2 × cp 2 on 4).
+// dp 2 × cp 2 on 4). [gpu]: the ring and the all-gather with a GPU per rank over the device
+// communicator (NCCL, or host staging when ranks share a GPU) against the CPU baseline; the
+// all-to-all refused there with its reason.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "chapters/07_context_parallel/cp_run.hpp"
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 #include "common/comm/comm_volume.hpp"
+#include "common/device.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/rng.hpp"
 #include "tests/support/baseline_run.hpp"
@@ -74,6 +77,41 @@ testing::Run cp_run(Communicator& w, Communicator& metrics, const TrainingConfig
 }  // namespace
 
 // ---- training = the single-rank baseline ------------------------------------------------------------
+
+TEST_CASE("the ring and the all-gather on GPUs over the device communicator train like the CPU baseline",
+          "[ch07][mpi][gpu]") {
+  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  Communicator& w = world();
+  auto metrics = w.split(0, w.rank());
+  const TrainingConfig cfg = cp_training();
+  TrainingConfig gpu_cfg = cfg;
+  gpu_cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu_cfg.device);  // NCCL, or host-staged MPI
+  const auto data = make_dataset("synthetic", cfg.seed);
+  for (const CpLayout& layout : layouts_for(w.size())) {
+    INFO(layout.label() << " on " << gpu_cfg.device.str() << " over " << tensors->backend() << ", rank " << w.rank());
+    if (layout.attention == CpAttention::all_to_all) {
+      CHECK_THROWS_WITH(CpTrainer(*tensors, gpu_cfg, layout), Catch::Contains("runs on CPU ranks only so far"));
+      continue;
+    }
+    const testing::Run base = testing::baseline(cfg, *data, layout.dp);  // on the CPU
+    const testing::Run got = cp_run(*tensors, *metrics, gpu_cfg, *data, layout, 1);
+    // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, the attention kernels'
+    // block reductions), a few ulps per op that AdamW's normalised steps keep from growing over
+    // three steps: 1e-5 of the loss (tests/model/test_model_cuda.cpp); the weights within lr/30
+    // (a thirtieth of one update) as above.
+    for (std::size_t s = 0; s < got.losses.size(); ++s) {
+      INFO("step " << s << ": loss " << got.losses[s] << ", baseline " << base.losses[s]);
+      CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-5 * base.losses[s]);
+    }
+    CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+  }
+}
 
 TEST_CASE("every CP attention and layout trains like the single-rank baseline", "[ch07][mpi]") {
   Communicator& w = world();

@@ -275,6 +275,69 @@ TEST_CASE("CUDA bodies: attention's causal softmax rows and their backward, arou
   CHECK(max_rel_error(doubles(dv), values_of(dvt)) < kTol);
 }
 
+TEST_CASE("CUDA bodies: attention over a block of keys at positions, rows then key columns", "[ops][cuda-bodies]") {
+  // B 2, Tq 5 queries at positions 6..10 against Tk 9 keys at 3..11: query 6 sees keys 3..6,
+  // query 10 all but 11; GQA (H 4 over G 2); D 20 < the 256 threads. A second case puts every key
+  // after query 6 (no visible key: lse -inf, out 0, no gradient).
+  for (const std::int32_t first_key : {3, 7}) {
+    INFO("keys from position " << first_key);
+    const std::int64_t B = 2, Tq = 5, Tk = 9, H = 4, G = 2, D = 20;
+    std::vector<std::int32_t> qp(Tq), kp(Tk);
+    for (std::int64_t i = 0; i < Tq; ++i) qp[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(6 + i);
+    for (std::int64_t j = 0; j < Tk; ++j) kp[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(first_key + j);
+    const Vec qv = random_values(B * Tq * H * D, 41, -1, 1), kv = random_values(B * Tk * G * D, 42, -1, 1);
+    const Vec vv = random_values(B * Tk * G * D, 43, -1, 1), dov = random_values(B * Tq * H * D, 44, -1, 1);
+    const Vec dlv = random_values(B * H * Tq, 45, -1, 1);
+    const std::vector<float> q = floats(qv), k = floats(kv), v = floats(vv), dout = floats(dov), dlse = floats(dlv);
+    const body::AttentionBlock a{B, Tq, Tk, H, G, D, 1.0f / std::sqrt(static_cast<float>(D)), qp.data(), kp.data()};
+    const std::int64_t rows = B * H * Tq, cols = B * Tk * G;
+    std::vector<float> scratch(static_cast<std::size_t>(rows * Tk)), out(q.size()), lse(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {  // the forward kernel, block by block
+      float* s = scratch.data() + r * Tk;
+      const float m = block_max([&](int th) { return body::block_scores_partial(a, q.data(), k.data(), r, th, kThreads, s); });
+      const float sum = block_sum([&](int th) { return body::block_exp_partial(a, m, th, kThreads, s); });
+      for (int th = 0; th < kThreads; ++th)
+        body::block_out_write(a, v.data(), s, sum > 0.0f ? 1.0f / sum : 0.0f, r, th, kThreads, out.data());
+      lse[static_cast<std::size_t>(r)] = body::block_lse(m, sum);
+    }
+    // Backward onto non-zero gradients (the op accumulates): rows, then key columns.
+    const Vec dq0 = random_values(q.size(), 46, -1, 1), dk0 = random_values(k.size(), 47, -1, 1),
+              dv0 = random_values(k.size(), 48, -1, 1);
+    std::vector<float> dq = floats(dq0), dk = floats(dk0), dv = floats(dv0), P(scratch.size()), dS(scratch.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float delta =
+          block_sum([&](int th) { return body::block_delta_partial(a, dout.data(), out.data(), r, th, kThreads); });
+      for (int th = 0; th < kThreads; ++th)
+        body::block_ds_row(a, q.data(), k.data(), v.data(), dout.data(), lse[static_cast<std::size_t>(r)], delta,
+                           dlse[static_cast<std::size_t>(r)], r, th, kThreads, P.data() + r * Tk, dS.data() + r * Tk);
+      for (int th = 0; th < kThreads; ++th) body::block_dq_write(a, k.data(), dS.data() + r * Tk, r, th, kThreads, dq.data());
+    }
+    for (std::int64_t c = 0; c < cols; ++c)
+      for (int th = 0; th < kThreads; ++th)
+        body::block_dkv_column(a, q.data(), dout.data(), P.data(), dS.data(), c, th, kThreads, dk.data(), dv.data());
+
+    const Tensor qt = tensor_of(qv, {B, Tq, H, D}), kt = tensor_of(kv, {B, Tk, G, D}), vt = tensor_of(vv, {B, Tk, G, D});
+    const Tensor qpt = int_tensor(qp, {Tq}), kpt = int_tensor(kp, {Tk});
+    Tensor ot = Tensor::empty({B, Tq, H, D}), lt = Tensor::empty({B, H, Tq});
+    ops::attention_block_forward(qt, kt, vt, qpt, kpt, ot, lt);
+    Tensor dqt = tensor_of(dq0, {B, Tq, H, D}), dkt = tensor_of(dk0, {B, Tk, G, D}), dvt = tensor_of(dv0, {B, Tk, G, D});
+    ops::attention_block_backward(tensor_of(dov, {B, Tq, H, D}), tensor_of(dlv, {B, H, Tq}), qt, kt, vt, qpt, kpt, ot, lt,
+                                  dqt, dkt, dvt);
+    CHECK(max_rel_error(doubles(out), values_of(ot)) < kTol);
+    const Vec lse_want = values_of(lt);
+    for (std::size_t r = 0; r < lse.size(); ++r) {
+      INFO("row " << r << ": lse " << lse[r] << ", CPU op " << lse_want[r]);
+      if (std::isinf(lse_want[r])) CHECK(lse[r] == lse_want[r]);
+      else CHECK(std::fabs(lse[r] - lse_want[r]) < kTol * std::max(1.0, std::fabs(lse_want[r])));
+    }
+    CHECK(max_rel_error(doubles(dq), values_of(dqt)) < kTol);
+    CHECK(max_rel_error(doubles(dk), values_of(dkt)) < kTol);
+    CHECK(max_rel_error(doubles(dv), values_of(dvt)) < kTol);
+    for (float x : out) REQUIRE(std::isfinite(x));
+    for (float x : dq) REQUIRE(std::isfinite(x));
+  }
+}
+
 TEST_CASE("CUDA bodies: AdamW's step per element equals the CPU optimizer's", "[ops][cuda-bodies]") {
   const std::int64_t n = 29;
   const std::vector<ParamInfo> infos = {};  // no decayed range: the decay is a separate scale pass on the GPU

@@ -1,5 +1,5 @@
 // The ops' contract beyond the numbers: wrong dtypes and shapes throw usp::Error naming the
-// shapes, CUDA tensors throw NotImplemented, f32 arguments are used in place (no scratch), and
+// shapes, f32 arguments are used in place (no scratch), and
 // the scratch an op does need is exactly what it documents and is freed.
 #include <catch2/catch.hpp>
 

@@ -174,4 +174,119 @@ USP_HD void softmax_backward_write(const float* p, i64 len, i64 width, float dot
   for (i64 j = t; j < width; j += threads) d[j] = j < len ? p[j] * (d[j] - dot) : 0.0f;
 }
 
+// ---- attention over one block of keys at given positions (ops::attention_block_*) ------------
+// q, out, dout [B, Tq, H, D]; k, v [B, Tk, G, D]; lse [B, H, Tq]. A row r = (b·H + h)·Tq + i is
+// one query (lse's layout); a column c = (b·Tk + j)·G + g one key of one kv head (k's layout,
+// c·D its first element). Query head h reads kv head h / (H/G). Key j is visible to query i when
+// k_pos[j] <= q_pos[i]. `s`, `p`, `ds` are the row's [Tk] scratch (a [B·H·Tq, Tk] buffer).
+struct AttentionBlock {
+  i64 B, Tq, Tk, H, G, D;
+  float scale;                // 1/√D
+  const std::int32_t* q_pos;  // [Tq]
+  const std::int32_t* k_pos;  // [Tk]
+};
+
+USP_HD i64 block_q_offset(const AttentionBlock& a, i64 r) {
+  const i64 i = r % a.Tq, h = (r / a.Tq) % a.H, b = r / (a.Tq * a.H);
+  return ((b * a.Tq + i) * a.H + h) * a.D;
+}
+USP_HD i64 block_kv_offset(const AttentionBlock& a, i64 r, i64 j) {
+  const i64 h = (r / a.Tq) % a.H, b = r / (a.Tq * a.H);
+  return ((b * a.Tk + j) * a.G + h / (a.H / a.G)) * a.D;
+}
+// s[i, j] = q_i · k_j / √D, or -inf when key j is not visible to row r's query.
+USP_HD float block_score(const AttentionBlock& a, const float* q, const float* k, i64 r, i64 j) {
+  if (a.k_pos[j] > a.q_pos[r % a.Tq]) return -INFINITY;
+  const float* qi = q + block_q_offset(a, r);
+  const float* kj = k + block_kv_offset(a, r, j);
+  float acc = 0.0f;
+  for (i64 e = 0; e < a.D; ++e) acc += qi[e] * kj[e];
+  return acc * a.scale;
+}
+
+// Forward, a block per row: the scores and their partial max; then s <- e^(s - m) (0 where
+// masked, and everywhere when nothing is visible: m = -inf) and its partial sum; then
+// out[e] = inv_sum · Σ_j s[j]·v_j[e] (inv_sum 0 when nothing is visible: out = 0) and
+// lse = m + log Σ (-inf when nothing is visible).
+USP_HD float block_scores_partial(const AttentionBlock& a, const float* q, const float* k, i64 r, int t, int threads,
+                                  float* s) {
+  float m = -INFINITY;
+  for (i64 j = t; j < a.Tk; j += threads) {
+    s[j] = block_score(a, q, k, r, j);
+    m = fmaxf(m, s[j]);
+  }
+  return m;
+}
+USP_HD float block_exp_partial(const AttentionBlock& a, float m, int t, int threads, float* s) {
+  float sum = 0.0f;
+  for (i64 j = t; j < a.Tk; j += threads) {
+    s[j] = s[j] == -INFINITY ? 0.0f : expf(s[j] - m);
+    sum += s[j];
+  }
+  return sum;
+}
+USP_HD float block_lse(float m, float sum) {
+  return m == -INFINITY ? -INFINITY : static_cast<float>(static_cast<double>(m) + log(static_cast<double>(sum)));
+}
+USP_HD void block_out_write(const AttentionBlock& a, const float* v, const float* s, float inv_sum, i64 r, int t,
+                            int threads, float* out) {
+  float* o = out + block_q_offset(a, r);
+  for (i64 e = t; e < a.D; e += threads) {
+    float acc = 0.0f;
+    for (i64 j = 0; j < a.Tk; ++j) acc += s[j] * v[block_kv_offset(a, r, j) + e];
+    o[e] = acc * inv_sum;
+  }
+}
+
+// Backward, a block per row: δ = rowsum(dout ∘ out) (partials over e); then for each key
+// p = e^(s - lse) (0 where masked or nothing visible), dp = dout_i · v_j and
+// ds = p·(dp - δ + dlse)/√D into the row's scratch, and dq_i += Σ_j ds[j]·k_j.
+USP_HD float block_delta_partial(const AttentionBlock& a, const float* dout, const float* out, i64 r, int t,
+                                 int threads) {
+  const i64 o = block_q_offset(a, r);
+  float acc = 0.0f;
+  for (i64 e = t; e < a.D; e += threads) acc += dout[o + e] * out[o + e];
+  return acc;
+}
+USP_HD void block_ds_row(const AttentionBlock& a, const float* q, const float* k, const float* v, const float* dout,
+                         float lse, float delta, float dlse, i64 r, int t, int threads, float* p, float* ds) {
+  const float* di = dout + block_q_offset(a, r);
+  for (i64 j = t; j < a.Tk; j += threads) {
+    const float s = block_score(a, q, k, r, j);
+    const float pj = s == -INFINITY || lse == -INFINITY ? 0.0f : expf(s - lse);
+    const float* vj = v + block_kv_offset(a, r, j);
+    float dp = 0.0f;
+    for (i64 e = 0; e < a.D; ++e) dp += di[e] * vj[e];
+    p[j] = pj;
+    ds[j] = pj * (dp - delta + dlse) * a.scale;
+  }
+}
+USP_HD void block_dq_write(const AttentionBlock& a, const float* k, const float* ds, i64 r, int t, int threads,
+                           float* dq) {
+  float* d = dq + block_q_offset(a, r);
+  for (i64 e = t; e < a.D; e += threads) {
+    float acc = 0.0f;
+    for (i64 j = 0; j < a.Tk; ++j) acc += ds[j] * k[block_kv_offset(a, r, j) + e];
+    d[e] += acc;
+  }
+}
+// Then a block per column (key j of kv head g): over the query heads of g's group and every query
+// i (P and dS: the rows' scratch, [B·H·Tq, Tk]), dv_j += Σ p·dout_i and dk_j += Σ ds·q_i. One
+// block owns each column: no atomics, a fixed order.
+USP_HD void block_dkv_column(const AttentionBlock& a, const float* q, const float* dout, const float* P,
+                             const float* dS, i64 c, int t, int threads, float* dk, float* dv) {
+  const i64 g = c % a.G, j = (c / a.G) % a.Tk, b = c / (a.G * a.Tk), group = a.H / a.G;
+  for (i64 e = t; e < a.D; e += threads) {
+    float acc_k = 0.0f, acc_v = 0.0f;
+    for (i64 h = g * group; h < (g + 1) * group; ++h)
+      for (i64 i = 0; i < a.Tq; ++i) {
+        const i64 r = (b * a.H + h) * a.Tq + i, o = block_q_offset(a, r);
+        acc_v += P[r * a.Tk + j] * dout[o + e];
+        acc_k += dS[r * a.Tk + j] * q[o + e];
+      }
+    dv[c * a.D + e] += acc_v;
+    dk[c * a.D + e] += acc_k;
+  }
+}
+
 }  // namespace usp::ops::cuda_body

@@ -143,6 +143,33 @@ __global__ void shard_cross_entropy_backward_kernel(const float* logits, const s
                                      kRowThreads, dlogits + n * V);
 }
 
+__global__ void attention_block_forward_kernel(body::AttentionBlock a, const float* q, const float* k, const float* v,
+                                              float* scratch, float* out, float* lse) {
+  const i64 r = blockIdx.x;
+  const int t = threadIdx.x;
+  float* s = scratch + r * a.Tk;
+  const float m = block_max(body::block_scores_partial(a, q, k, r, t, kRowThreads, s));
+  const float sum = block_sum(body::block_exp_partial(a, m, t, kRowThreads, s));
+  __syncthreads();  // every e^(s - m) of the row is written before any thread reads them all
+  body::block_out_write(a, v, s, sum > 0.0f ? 1.0f / sum : 0.0f, r, t, kRowThreads, out);
+  if (t == 0) lse[r] = body::block_lse(m, sum);
+}
+__global__ void attention_block_backward_rows_kernel(body::AttentionBlock a, const float* dout, const float* dlse,
+                                                     const float* q, const float* k, const float* v, const float* out,
+                                                     const float* lse, float* P, float* dS, float* dq) {
+  const i64 r = blockIdx.x;
+  const int t = threadIdx.x;
+  const float delta = block_sum(body::block_delta_partial(a, dout, out, r, t, kRowThreads));
+  body::block_ds_row(a, q, k, v, dout, lse[r], delta, dlse ? dlse[r] : 0.0f, r, t, kRowThreads, P + r * a.Tk,
+                     dS + r * a.Tk);
+  __syncthreads();  // the row's dS is whole before dq reads it
+  body::block_dq_write(a, k, dS + r * a.Tk, r, t, kRowThreads, dq);
+}
+__global__ void attention_block_backward_columns_kernel(body::AttentionBlock a, const float* q, const float* dout,
+                                                        const float* P, const float* dS, float* dk, float* dv) {
+  body::block_dkv_column(a, q, dout, P, dS, blockIdx.x, static_cast<int>(threadIdx.x), kRowThreads, dk, dv);
+}
+
 __global__ void causal_softmax_kernel(float* p, i64 T, i64 r0) {
   const i64 r = blockIdx.x;
   const int t = threadIdx.x;
@@ -252,6 +279,20 @@ void shard_cross_entropy_backward(const float* logits, const std::int32_t* targe
                                   const float* lse, float k, float* dlogits) {
   USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, shard_cross_entropy_backward_kernel, logits, targets, V_r, begin,
              lse, k, dlogits);
+}
+void attention_block_forward(const cuda_body::AttentionBlock& a, const float* q, const float* k, const float* v,
+                             float* scratch, float* out, float* lse) {
+  USP_LAUNCH(static_cast<unsigned>(a.B * a.H * a.Tq), kRowThreads, attention_block_forward_kernel, a, q, k, v, scratch,
+             out, lse);
+}
+void attention_block_backward(const cuda_body::AttentionBlock& a, const float* dout, const float* dlse,
+                              const float* q, const float* k, const float* v, const float* out, const float* lse,
+                              float* P, float* dS, float* dq, float* dk, float* dv) {
+  // Rows first (P, dS and dq), then the columns read P and dS (the same stream orders them).
+  USP_LAUNCH(static_cast<unsigned>(a.B * a.H * a.Tq), kRowThreads, attention_block_backward_rows_kernel, a, dout,
+             dlse, q, k, v, out, lse, P, dS, dq);
+  USP_LAUNCH(static_cast<unsigned>(a.B * a.Tk * a.G), kRowThreads, attention_block_backward_columns_kernel, a, q, dout,
+             P, dS, dk, dv);
 }
 void causal_softmax_rows(float* p, i64 rows, i64 T, i64 r0) {
   USP_LAUNCH(static_cast<unsigned>(rows), kRowThreads, causal_softmax_kernel, p, T, r0);

@@ -48,6 +48,14 @@ void shard_sum_exp(const float* logits, const std::int32_t* targets, i64 N, i64 
 // dlogits = k · (e^(logits - lse) - onehot(target - begin)) on the shard's columns.
 void shard_cross_entropy_backward(const float* logits, const std::int32_t* targets, i64 N, i64 V_r, i64 begin,
                                   const float* lse, float k, float* dlogits);
+// Attention of a block of queries over a block of keys at given positions (op_bodies.hpp's
+// AttentionBlock; q_pos / k_pos device pointers). scratch, P, dS: [B·H·Tq, Tk]. lse [B, H, Tq].
+// Forward overwrites out and lse; backward ACCUMULATES into dq, dk, dv (dlse may be null: 0).
+void attention_block_forward(const cuda_body::AttentionBlock& a, const float* q, const float* k, const float* v,
+                             float* scratch, float* out, float* lse);
+void attention_block_backward(const cuda_body::AttentionBlock& a, const float* dout, const float* dlse,
+                              const float* q, const float* k, const float* v, const float* out, const float* lse,
+                              float* P, float* dS, float* dq, float* dk, float* dv);
 // Attention's row softmax over `rows` rows of width T (row stride T) starting at query row r0:
 // row r (query r0 + r) keeps its first r0 + r + 1 entries (causal), zero beyond; in place.
 void causal_softmax_rows(float* p, i64 rows, i64 T, i64 r0);

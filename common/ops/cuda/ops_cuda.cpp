@@ -242,6 +242,43 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, Tensor&
   df.store();
 }
 
+namespace {
+
+cuda_body::AttentionBlock block_of(const Tensor& q, const Tensor& k, const Tensor& q_pos, const Tensor& k_pos) {
+  const std::int64_t D = q.dim(3);
+  return {q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), D,
+          static_cast<float>(1.0 / std::sqrt(static_cast<double>(D))), q_pos.data<std::int32_t>(),
+          k_pos.data<std::int32_t>()};
+}
+
+}  // namespace
+
+void attention_block_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_pos,
+                             const Tensor& k_pos, Tensor& out, Tensor& lse) {
+  const cuda_body::AttentionBlock a = block_of(q, k, q_pos, k_pos);
+  FloatIn qf(q), kf(k), vf(v);
+  FloatOut of(out, false);
+  Tensor scratch = Tensor::empty({a.B * a.H * a.Tq, a.Tk}, DType::f32, MemCategory::Temporary, q.device());
+  k::attention_block_forward(a, qf.data(), kf.data(), vf.data(), scratch.data<float>(), of.data(), lse.data<float>());
+  of.store();
+}
+
+void attention_block_backward(const Tensor& dout, const Tensor& dlse, const Tensor& q, const Tensor& k,
+                              const Tensor& v, const Tensor& q_pos, const Tensor& k_pos, const Tensor& out,
+                              const Tensor& lse, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const cuda_body::AttentionBlock a = block_of(q, k, q_pos, k_pos);
+  FloatIn qf(q), kf(k), vf(v), of(out), dof(dout);
+  FloatOut dqf(dq, true), dkf(dk, true), dvf(dv, true);
+  Tensor P = Tensor::empty({a.B * a.H * a.Tq, a.Tk}, DType::f32, MemCategory::Temporary, q.device());
+  Tensor dS = Tensor::empty(P.shape(), DType::f32, MemCategory::Temporary, q.device());
+  k::attention_block_backward(a, dof.data(), dlse.defined() ? dlse.data<float>() : nullptr, qf.data(), kf.data(),
+                              vf.data(), of.data(), lse.data<float>(), P.data<float>(), dS.data<float>(), dqf.data(),
+                              dkf.data(), dvf.data());
+  dqf.store();
+  dkf.store();
+  dvf.store();
+}
+
 void vocab_shard_row_max(const Tensor& logits, Tensor& row_max) {
   FloatIn lf(logits);
   k::shard_row_max(lf.data(), logits.dim(0), logits.dim(1), row_max.data<float>());

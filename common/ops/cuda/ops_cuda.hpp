@@ -8,6 +8,9 @@
 //   attention               per (batch, head): cuBLAS for q·kᵀ, P·v and the backward products,
 //                           a row kernel for the causal softmax and its backward; the [T, T]
 //                           probabilities are materialised (chapter 12 brings flash attention)
+//   attention_block_*       a block per query row (scores, softmax, out; backward: dq) and a
+//                           block per key (dk, dv), the [Tq, Tk] scores of every (batch, head)
+//                           materialised
 //   everything else         the kernels of op_kernels.hpp, one per op
 #pragma once
 #include <cstdint>
@@ -30,6 +33,12 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
 void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& out);
 void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
                         Tensor& dq, Tensor& dk, Tensor& dv);
+// q_pos, k_pos: i32 on the device. Scratch [B·H·Tq, Tk] f32 (one for forward, two for backward).
+void attention_block_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_pos,
+                             const Tensor& k_pos, Tensor& out, Tensor& lse);
+void attention_block_backward(const Tensor& dout, const Tensor& dlse, const Tensor& q, const Tensor& k,
+                              const Tensor& v, const Tensor& q_pos, const Tensor& k_pos, const Tensor& out,
+                              const Tensor& lse, Tensor& dq, Tensor& dk, Tensor& dv);
 void swiglu_forward(const Tensor& g, const Tensor& u, Tensor& z);
 void swiglu_backward(const Tensor& dz, const Tensor& g, const Tensor& u, Tensor& dg, Tensor& du);
 void add_inplace(Tensor& y, const Tensor& x);
