@@ -1,6 +1,5 @@
 #include "chapters/09_expert_parallel/ep_checkpoint.hpp"
 
-#include <cstring>
 #include <map>
 #include <memory>
 #include <vector>
@@ -15,7 +14,6 @@ void save_ep_checkpoint(Communicator& world, EpTrainer& trainer, const std::stri
   ParamStore& mine = trainer.params();
   const ModelConfig& model = mine.config();
   const std::int64_t ep = trainer.layout().ep;
-  const std::size_t esize = dtype_size(mine.dtype());
   // This rank's experts, one after the other in its store's order (every rank of the group holds
   // as many elements, so a gather collects them), over a quiet copy of the ep group: its byte
   // counters keep only the training traffic.
@@ -27,13 +25,14 @@ void save_ep_checkpoint(Communicator& world, EpTrainer& trainer, const std::stri
   for (std::size_t i = 0; i < mine.infos().size(); ++i) {
     const ParamInfo& p = mine.infos()[i];
     if (p.expert < 0) continue;
-    std::memcpy(static_cast<char*>(experts.raw()) + static_cast<std::size_t>(at) * esize,
-                mine.param(static_cast<int>(i)).raw(), static_cast<std::size_t>(p.numel) * esize);
+    experts.view(at, {p.numel}).copy_from(mine.param(static_cast<int>(i)).reshape({p.numel}));  // from any device
     at += p.numel;
   }
   const std::unique_ptr<Communicator> quiet_ep = trainer.ep().split(0, trainer.ep().rank());
-  Tensor all = Tensor::empty({quiet_ep->rank() == 0 ? n * ep : n}, mine.dtype(), MemCategory::CommBuffer);
-  quiet_ep->gather(experts, all, 0);
+  const Device dev = quiet_ep->device();  // the group's tensors live there: the gather goes through it
+  Tensor all = Tensor::empty({quiet_ep->rank() == 0 ? n * ep : n}, mine.dtype(), MemCategory::CommBuffer, dev);
+  quiet_ep->gather(dev.is_cpu() ? experts : experts.to(dev, MemCategory::CommBuffer), all, 0);
+  if (!dev.is_cpu()) all = all.to(Device::cpu(), MemCategory::CommBuffer);
   const std::unique_ptr<Communicator> quiet = world.split(0, world.rank());
   run_on_root(*quiet, "cannot save the checkpoint '" + dir + "'", [&] {
     ParamStore whole(model, mine.dtype(), Device::cpu(), /*with_grads=*/false);

@@ -10,7 +10,8 @@
 
 namespace usp::ch09 {
 
-// Collective over world.
+// Collective over world: the job's ranks on the CPU (the outcome is agreed over them); the experts
+// are gathered over the trainer's ep group, on its device.
 void save_ep_checkpoint(Communicator& world, EpTrainer& trainer, const std::string& dir);
 
 }  // namespace usp::ch09

@@ -97,7 +97,7 @@ EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConf
   r.params_held = column(trainer.params().numel());
   r.peak_total = column(tracker.peak_total());
   r.final_params = trainer.params().flat().to_floats();
-  if (!save_dir.empty()) save_ep_checkpoint(world, trainer, save_dir);
+  if (!save_dir.empty()) save_ep_checkpoint(metrics, trainer, save_dir);  // its outcome over the CPU ranks
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "chapters/09_expert_parallel/ep_trainer.hpp"
 
+#include "common/device.hpp"
+
 #include "common/error.hpp"
 #include "common/ops/ops.hpp"
 
@@ -25,11 +27,14 @@ void check_ep_layout(const EpLayout& layout, int world_size, const ModelConfig& 
 
 EpTrainer::EpTrainer(Communicator& world, const TrainingConfig& cfg, EpLayout layout) : layout_(layout) {
   check_ep_layout(layout_, world.size(), cfg.model);
+  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+            "EpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
+                " (a GPU needs a device communicator: Runtime::make_world)");
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .ep = layout_.ep}));
   experts_ = std::make_unique<AllToAllExperts>(mesh_->ep(), cfg.model.experts);
   StoreLayout store_layout;
   store_layout.ep = EpShard{layout_.ep, mesh_->ep().rank()};
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, Device::cpu(), store_layout);
+  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device, store_layout);
   // Initialisation keys each element by its parameter's name: this rank's experts start as the
   // single-device model's experts of the same (global) index.
   store_->init(cfg.seed);
@@ -82,6 +87,7 @@ double EpTrainer::step(const std::vector<Batch>& micro_batches) {
     ops::scale_inplace(run, 1.0f / static_cast<float>(layout_.dp));
   }
   optimizer_->step(*store_);
+  synchronize(store_->device());  // a GPU's queued work belongs to this step (and its time)
   return loss / static_cast<double>(micro_batches.size());
 }
 

@@ -62,7 +62,7 @@ std::vector<int> parse_ep_list(const std::string& text) {
 }
 
 Setup read_setup(Runtime& rt, const Cli& cli) {
-  Setup s{agree_training_inputs(rt, cli)};
+  Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   rt.agree([&] {
     const int W = rt.size();
     const ModelConfig& model = s.in.config.model;
@@ -107,19 +107,25 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
               << (cfg.model.capacity_factor > 0 ? "factor " + std::to_string(cfg.model.capacity_factor) : "none (dropless)")
               << ", aux coefficient " << cfg.model.router_aux_loss_coef << "\n  W = " << W << " data-parallel rank(s), "
               << cfg.mbs << " × " << cfg.seq << " tokens per micro-batch, " << setup.variants.front().micro_batches
-              << " per rank and step, " << cfg.steps << " AdamW steps per variant\n";
+              << " per rank and step, " << cfg.steps << " AdamW steps per variant, on " << cfg.device.str() << "\n";
     if (W == 1)
       std::cout << "  note: on one rank every expert is here (ep = 1). Run it on several ranks:\n"
                    "        mpirun -np 4 build/bin/ch09_expert_parallel (or ./usp run 09)\n";
   }
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  // The variants' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
+  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
+  // --backend), which the mesh splits into the ep and dp groups.
+  std::unique_ptr<Communicator> device_comm;
+  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  Communicator& tensors = device_comm ? *device_comm : rt.world();
   make_dirs(out);
   std::vector<EpResult> results;
   for (const EpVariant& v : setup.variants) {
     const std::string missing = rt.skip_if_not_implemented(
         [&] {
           const std::string save = &v == &setup.variants.front() ? cli.get_string("save") : std::string();
-          results.push_back(run_ep_variant(rt.world(), *metrics, cfg, *setup.in.data, v, save));
+          results.push_back(run_ep_variant(tensors, *metrics, cfg, *setup.in.data, v, save));
           if (!save.empty() && rt.is_root()) std::cout << "saved the model trained by " << v.label() << " to " << save << "\n";
         });
     if (!missing.empty()) {

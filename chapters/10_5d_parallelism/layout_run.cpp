@@ -105,7 +105,10 @@ LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingC
     run.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]), static_cast<int>(v[3]),
                          v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]});
   auto self = metrics.split(metrics.rank(), 0);
-  if (metrics.rank() == 0) run.reference = single_device_losses(*self, cfg, data, layout.dp * layout.m);
+  // The reference on one CPU device (the course's baseline, whatever device the layouts ran on).
+  TrainingConfig cpu = cfg;
+  cpu.device = Device::cpu();
+  if (metrics.rank() == 0) run.reference = single_device_losses(*self, cpu, data, layout.dp * layout.m);
   return run;
 }
 

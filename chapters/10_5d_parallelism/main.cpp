@@ -118,7 +118,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_string("cluster", "", "a JSON cluster file instead of the playbook's H100 cluster");
   if (!rt.parse(cli, argc, argv)) return 0;
   const std::string out = cli.get_string("out");
-  const TrainingInputs in = agree_training_inputs(rt, cli);
+  const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks);
   const int W = rt.size();
   std::vector<Planned> layouts;
   plan::Cluster cluster = plan::Cluster::playbook();
@@ -126,6 +126,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     const bool chosen = cli.given("dp") || cli.given("tp") || cli.given("pp") || cli.given("cp") || cli.given("ep");
     if (chosen) layouts.push_back({layout_from_flags(cli, W), in.config.model.is_moe()});
     else layouts = default_layouts(W);
+    if (in.config.device.is_cuda() && layouts.front().layout.cp > 1 &&
+        layouts.front().layout.attention == ch07::CpAttention::all_to_all)  // host reshuffles (chapter 07)
+      throw UsageError("--attention all-to-all runs on CPU ranks only so far; on GPUs use ring or all-gather");
     for (const Planned& p : layouts)
       check_layout_5d(p.layout, W, (p.moe ? moe_config(in.config) : in.config).model, in.config.seq);
     if (cli.given("cluster")) cluster = plan::Cluster::from_file(cli.get_string("cluster"));
@@ -134,15 +137,22 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
   // 1. The trainer.
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
+  // The layouts' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
+  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
+  // --backend), which each trainer's mesh splits into its groups.
+  std::unique_ptr<Communicator> device_comm;
+  if (in.config.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(in.config.device, in.config.backend); });
+  Communicator& tensors = device_comm ? *device_comm : rt.world();
   if (rt.is_root())
-    std::cout << "1. One trainer for every layout, on " << W << " rank(s): " << in.config.model.str() << ", "
+    std::cout << "1. One trainer for every layout, on " << W << (in.config.device.is_cuda() ? " GPU(s)" : " rank(s)")
+              << ": " << in.config.model.str() << ", "
               << in.config.mbs << " × " << in.config.seq << " tokens per micro-batch, " << in.config.steps
               << " AdamW steps (fp32). Mesh order tp-cp-dp-pp (TP peers neighbours, stages furthest apart).\n"
               << "   Memory: KiB this rank holds, '=' where it is the calculator's for the rank's stage; bytes sent\n"
               << "   per step over each dimension's group.\n";
   std::vector<LayoutRun> runs;
   for (const Planned& p : layouts) {
-    runs.push_back(run_layout(rt.world(), *metrics, p.moe ? moe_config(in.config) : in.config, *in.data, p.layout));
+    runs.push_back(run_layout(tensors, *metrics, p.moe ? moe_config(in.config) : in.config, *in.data, p.layout));
     if (rt.is_root()) print_layout_run(std::cout, runs.back());
   }
   if (rt.is_root()) write_file_atomic(out + "/layout_ranks.csv", layout_ranks_csv(runs));

@@ -98,15 +98,15 @@ void StageOptimizer::zero1_step() {
   const std::vector<int>& units = params_.units();
   const std::int64_t d = replicas_.size();
   // Gradients: packed, reduce-scattered (averaged) into this rank's shard.
-  Tensor packed = Tensor::zeros({d * shard_}, store.dtype(), MemCategory::CommBuffer);
+  Tensor packed = Tensor::zeros({d * shard_}, store.dtype(), MemCategory::CommBuffer, store.device());
   for (std::size_t i = 0; i < units.size(); ++i) {
     const Tensor& g = store.unit_grads(units[i]);
     packed.slice(packed_offset_[i], packed_offset_[i] + g.numel()).copy_from(g);
   }
-  Tensor grad_shard = Tensor::empty({shard_}, store.dtype(), MemCategory::CommBuffer);
+  Tensor grad_shard = Tensor::empty({shard_}, store.dtype(), MemCategory::CommBuffer, store.device());
   replicas_.reduce_scatter(packed, grad_shard, ReduceOp::avg);
   // The update of the shard, piece by piece (each piece lies in one unit's buffer).
-  Tensor value_shard = Tensor::zeros({shard_}, store.dtype(), MemCategory::CommBuffer);
+  Tensor value_shard = Tensor::zeros({shard_}, store.dtype(), MemCategory::CommBuffer, store.device());
   for (Piece& p : pieces_) {
     Tensor values = store.unit_params(p.unit).slice(p.in_unit, p.in_unit + p.length);
     p.adam->step_range(values, grad_shard.slice(p.in_shard, p.in_shard + p.length));

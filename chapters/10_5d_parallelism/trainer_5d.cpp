@@ -2,11 +2,16 @@
 
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 #include "chapters/08_pipeline_parallel/pp_trainer.hpp"
+#include "common/device.hpp"
+#include "common/error.hpp"
 
 namespace usp::ch10 {
 
 Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d layout) : layout_(layout) {
   check_layout_5d(layout_, world.size(), cfg.model, cfg.seq);
+  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+            "Trainer5d: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
+                " (a GPU needs a device communicator: Runtime::make_world)");
   schedule_ = ch08::make_schedule(layout_.schedule, layout_.pp, layout_.m, ch08::chunks_of(layout_.schedule, layout_.v));
   const std::vector<ch08::UnitRange> stages = ch08::split_units(cfg.model, schedule_.layout.num_stages());
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .tp = layout_.tp,
@@ -62,6 +67,7 @@ Step5d Trainer5d::step(const std::vector<Batch>& micro_batches) {
   out.executed = executor_->run(local, 1.0f / static_cast<float>(layout_.m));
   out.loss = ch08::share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   optimizer_->step();
+  synchronize_compute(params_->store().device());  // a GPU's queued work belongs to this step
   return out;
 }
 

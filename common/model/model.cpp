@@ -388,8 +388,6 @@ Model::Model(ParamStore& params, ModelOptions options)
       options_.activation_dtype != DType::f16)
     throw UsageError(std::string("activation dtype must be f32, bf16 or f16, got ") +
                      dtype_name(options_.activation_dtype));
-  if (params_.device().is_cuda() && config().is_moe())
-    throw UsageError("a mixture-of-experts model runs on the CPU only: its routing has no CUDA path yet");
   const int units = params_.num_units(), last = last_unit();
   if (options_.stage.first_unit < 0 || options_.stage.first_unit > last || last >= units)
     throw UsageError("a pipeline stage holds units " + std::to_string(options_.stage.first_unit) + ".." +

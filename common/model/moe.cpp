@@ -27,6 +27,22 @@ Tensor as_f32(const Tensor& t) {
   return out;
 }
 
+// t itself on the CPU; on a GPU a host copy (the routing's decisions and the per-token sums are
+// host code: N·E and N·K·C numbers against the experts' N·K·C·F products on the device).
+Tensor host(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu(), MemCategory::Temporary); }
+
+// A host tensor moved to `device` (itself on the CPU).
+Tensor on(const Tensor& t, Device device) { return device.is_cpu() ? t : t.to(device, MemCategory::Temporary); }
+
+// Where a result is formed on the host: dst itself on the CPU, a host Temporary like it on a GPU
+// (then store_into copies it over).
+Tensor host_target(const Tensor& dst) {
+  return dst.device().is_cpu() ? dst : Tensor::empty(dst.shape(), dst.dtype(), MemCategory::Temporary);
+}
+void store_into(const Tensor& formed, Tensor& dst) {
+  if (!formed.shares_storage_with(dst)) dst.copy_from(formed);
+}
+
 // Rows of each local expert at the experts (expert-major): [E/ep].
 std::vector<std::int64_t> rows_per_local_expert(const ExpertRoute& r, std::int64_t local) {
   std::vector<std::int64_t> n(static_cast<std::size_t>(local), 0);
@@ -49,10 +65,12 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   const std::int64_t local = E / ep.size();
   const MemCategory cat = keep ? MemCategory::Activation : MemCategory::Temporary;
   const DType adt = h.dtype();
+  const Device dev = h.device();  // the experts' work runs there; the routing on the host
 
   // ---- routing: logits -> softmax -> top-k with renormalised weights -------------------------
-  Tensor logits = Tensor::empty({N, E}, DType::f32, MemCategory::Temporary);
+  Tensor logits = Tensor::empty({N, E}, DType::f32, MemCategory::Temporary, dev);
   ops::matmul_forward(h, w.router, logits);
+  logits = host(logits);
   s.probs = Tensor::empty({N, E}, DType::f32, cat);
   s.choice = Tensor::empty({N, K}, DType::i32, cat);
   s.weight = Tensor::empty({N, K}, DType::f32, cat);
@@ -114,14 +132,18 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   // ---- dispatch: rows grouped by expert, to the experts' ranks ------------------------------
   Tensor rows = Tensor::empty({R, C}, adt, MemCategory::Temporary);
   std::int32_t* row = s.row.data<std::int32_t>();
-  for (std::int64_t a = 0; a < N * K; ++a) {
-    const std::int64_t pos = slot[static_cast<std::size_t>(a)];
-    row[a] = pos < 0 ? -1 : static_cast<std::int32_t>(first[static_cast<std::size_t>(choice[a])] + pos);
-    if (pos >= 0) copy_row(h, a / K, rows, row[a]);
+  {
+    const Tensor hh = host(h);
+    for (std::int64_t a = 0; a < N * K; ++a) {
+      const std::int64_t pos = slot[static_cast<std::size_t>(a)];
+      row[a] = pos < 0 ? -1 : static_cast<std::int32_t>(first[static_cast<std::size_t>(choice[a])] + pos);
+      if (pos >= 0) copy_row(hh, a / K, rows, row[a]);
+    }
   }
+  rows = on(rows, dev);
   s.route = ep.route(r.kept);
   const std::int64_t R_in = std::accumulate(s.route.recv_counts.begin(), s.route.recv_counts.end(), std::int64_t{0});
-  Tensor received = Tensor::empty({R_in, C}, adt, cat);  // the experts' input: kept as s.x
+  Tensor received = Tensor::empty({R_in, C}, adt, cat, dev);  // the experts' input: kept as s.x
   ep.to_experts(s.route, rows, received);
   rows = Tensor();
 
@@ -129,10 +151,10 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
   s.x = received;  // grouped by local expert
   received = Tensor();
-  s.g = Tensor::empty({R_in, F}, adt, cat);
-  s.u = Tensor::empty({R_in, F}, adt, cat);
-  s.z = Tensor::empty({R_in, F}, adt, cat);
-  Tensor results = Tensor::empty({R_in, C}, adt, MemCategory::Temporary);
+  s.g = Tensor::empty({R_in, F}, adt, cat, dev);
+  s.u = Tensor::empty({R_in, F}, adt, cat, dev);
+  s.z = Tensor::empty({R_in, F}, adt, cat, dev);
+  Tensor results = Tensor::empty({R_in, C}, adt, MemCategory::Temporary, dev);
   for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
     const std::int64_t n = n_of[static_cast<std::size_t>(j)];
     if (n == 0) continue;
@@ -146,10 +168,10 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   }
 
   // ---- combine: back to this rank, the weighted sum per token -------------------------------
-  s.y = Tensor::empty({R, C}, adt, cat);
+  s.y = Tensor::empty({R, C}, adt, cat, dev);
   ep.from_experts(s.route, results, s.y);
   results = Tensor();
-  const Tensor y32 = as_f32(s.y);
+  const Tensor y32 = as_f32(host(s.y));
   Tensor o32 = Tensor::zeros({N, C}, DType::f32, MemCategory::Temporary);
   float* o = o32.data<float>();
   for (std::int64_t a = 0; a < N * K; ++a) {
@@ -158,8 +180,10 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
     float* ot = o + (a / K) * C;
     for (std::int64_t i = 0; i < C; ++i) ot[i] += weight[a] * yr[i];
   }
-  if (out.dtype() == DType::f32) out.copy_from(o32);
-  else convert_from_float(o, out.dtype(), out.raw(), static_cast<std::size_t>(out.numel()));
+  Tensor formed = host_target(out);
+  if (out.dtype() == DType::f32) formed.copy_from(o32);
+  else convert_from_float(o, out.dtype(), formed.raw(), static_cast<std::size_t>(out.numel()));
+  store_into(formed, out);
   if (!keep) {
     const MoeRouting routing = s.routing;
     s = MoeSaved{};
@@ -172,8 +196,11 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
   const std::int64_t N = h.dim(0), C = h.dim(1), E = c.experts, K = c.experts_per_token, F = c.ffn;
   const std::int64_t local = E / ep.size();
   const std::int64_t R = s.y.dim(0), R_in = s.x.dim(0);
-  auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };
-  const float* d = dout.data<float>();
+  const Device dev = h.device();
+  auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };  // host
+  auto tmp_dev = [dev](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev); };
+  const Tensor dout_host = host(dout);
+  const float* d = dout_host.data<float>();
   const std::int32_t* row = s.row.data<std::int32_t>();
   const float* weight = s.weight.data<float>();
 
@@ -181,7 +208,7 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
   std::vector<float> dw(static_cast<std::size_t>(N * K), 0.0f);
   Tensor drows = tmp({R, C});
   {
-    const Tensor y32 = as_f32(s.y);
+    const Tensor y32 = as_f32(host(s.y));
     float* dr = drows.data<float>();
     for (std::int64_t a = 0; a < N * K; ++a) {
       if (row[a] < 0) continue;
@@ -200,15 +227,15 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
 
   // ---- to the experts, their backward, and back ----------------------------------------------
   const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
-  Tensor dres = tmp({R_in, C});
-  ep.to_experts(s.route, drows, dres);
+  Tensor dres = tmp_dev({R_in, C});
+  ep.to_experts(s.route, on(drows, dev), dres);
   drows = Tensor();
-  Tensor dx = tmp({R_in, C});
+  Tensor dx = tmp_dev({R_in, C});
   for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
     const std::int64_t n = n_of[static_cast<std::size_t>(j)];
     if (n == 0) continue;
     const auto J = static_cast<std::size_t>(j);
-    Tensor dz = tmp({n, F}), dg = tmp({n, F}), du = tmp({n, F});
+    Tensor dz = tmp_dev({n, F}), dg = tmp_dev({n, F}), du = tmp_dev({n, F});
     Tensor dxj = dx.slice(at, at + n);
     ops::matmul_backward(dres.slice(at, at + n), s.z.slice(at, at + n), w.w2[J], dz, w.d_w2[J]);
     ops::swiglu_backward(dz, s.g.slice(at, at + n), s.u.slice(at, at + n), dg, du);
@@ -216,12 +243,14 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
     ops::matmul_backward(dg, s.x.slice(at, at + n), w.w1[J], dxj, w.d_w1[J], /*accumulate_dx=*/true);
   }
   s.x = s.g = s.u = s.z = Tensor();
-  Tensor dxrows = tmp({R, C});
+  Tensor dxrows = tmp_dev({R, C});
   ep.from_experts(s.route, dx, dxrows);
   dx = Tensor();
+  dxrows = host(dxrows);
 
   // ---- back to the tokens: dh = Σ over t's kept rows of dX --------------------------------------
-  float* dht = dh.data<float>();
+  Tensor dh_formed = host_target(dh);
+  float* dht = dh_formed.data<float>();
   std::fill(dht, dht + N * C, 0.0f);
   const float* dxr = dxrows.data<float>();
   for (std::int64_t a = 0; a < N * K; ++a) {
@@ -230,6 +259,8 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
     float* dst = dht + (a / K) * C;
     for (std::int64_t i = 0; i < C; ++i) dst[i] += src[i];
   }
+
+  store_into(dh_formed, dh);
 
   // ---- the router: weights -> probabilities (renormalisation, aux loss) -> logits -----------------
   //   w_j = p_j / S (S = Σ_topk p): ∂L/∂p_j = (dw_j - Σ_l dw_l·w_l) / S for the top-k;
@@ -255,8 +286,8 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
     for (std::int64_t e = 0; e < E; ++e) dot += pt[e] * dp[static_cast<std::size_t>(e)];
     for (std::int64_t e = 0; e < E; ++e) dl[t * E + e] = pt[e] * (dp[static_cast<std::size_t>(e)] - dot);
   }
-  Tensor dh_router = tmp({N, C});
-  ops::matmul_backward(dlogits, h, w.router, dh_router, w.d_router);
+  Tensor dh_router = tmp_dev({N, C});
+  ops::matmul_backward(on(dlogits, dev), h, w.router, dh_router, w.d_router);
   ops::add_inplace(dh, dh_router);
   s = MoeSaved{};
 }

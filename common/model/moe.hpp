@@ -20,6 +20,11 @@
 //   dw[t, j] = dout[t] · Y[row]; the experts get w · dout[t] per row (the same dispatch), give
 //   back dX; dh[t] += dX[row]; the renormalised weights' gradient goes to p, p's to the logits
 //   (softmax backward), the logits' to Wr and h.
+// On a GPU the products (router, experts) and the rows' trips to the experts run on the device;
+// the decisions and the per-token sums — softmax and top-k, capacity, gathering the rows, the
+// weighted combine, dw, dh's scatter and the router's backward — run on the host, on copies of
+// the N·E logits and the N·k rows (host Temporaries), with the same code and so the same
+// numbers as on the CPU.
 #pragma once
 #include <cstdint>
 #include <vector>

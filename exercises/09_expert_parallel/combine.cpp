@@ -3,7 +3,8 @@
 // from_experts(route, results, rows): results [Σ recv, C] laid out as to_experts delivered its
 //   rows (grouped by local expert) -> rows [Σ send, C] laid out as the dispatch's input: every
 //   result back on the rank its row came from, at the place it left from. Undo the regrouping
-//   (block_offsets), then one all-to-all-v whose counts are the dispatch's, transposed.
+//   (block_offsets), then one all-to-all-v whose counts are the dispatch's, transposed. As in
+//   09.1: copies between row slices, buffers on the results' device.
 // The backward needs nothing more: the MoE layer sends its gradients through the same two moves.
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"
 #include "common/error.hpp"

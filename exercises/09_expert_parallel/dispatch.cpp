@@ -10,7 +10,10 @@
 //   (rows to rank d) and recv_counts[s] (rows from rank s). Collective over the ep group.
 // to_experts(route, rows, received): rows [Σ counts, C] grouped by expert -> received [Σ recv, C]
 //   grouped by local expert. One all-to-all-v (counts in ELEMENTS, i.e. rows · C), then the
-//   regrouping. Any dtype: copy rows as bytes (dtype_size).
+//   regrouping. Any dtype and any device: move a block as a copy between row slices
+//   (Tensor::slice(begin, end).copy_from(...)); buffers on rows.device().
+//   The counts: write them into a host i32 tensor, and send it where the group's tensors live
+//   (ep_.device(): .to(...) it there and back when that is a GPU).
 // Invariants the tests check: Σ recv_counts over all ranks = Σ send_counts; to_experts then
 // from_experts returns every row to its place, bit for bit; training equals one device.
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"

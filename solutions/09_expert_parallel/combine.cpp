@@ -1,9 +1,6 @@
 // Exercise 09.2 — the combine's return trip: every expert output goes back to the rank its row
 // came from, to the place it left from.
-#include <cstring>
-
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"
-#include "common/dtype.hpp"
 
 namespace usp::ch09 {
 
@@ -11,12 +8,12 @@ void AllToAllExperts::from_experts(const ExpertRoute& route, const Tensor& resul
   const std::int64_t C = results.dim(1);
   // Expert-major -> source-major, the inverse of to_experts' regrouping.
   const BlockOffsets o = block_offsets(route, local_experts());
-  Tensor outgoing = Tensor::empty(results.shape(), results.dtype(), MemCategory::CommBuffer);
-  const std::size_t row_bytes = static_cast<std::size_t>(C) * dtype_size(results.dtype());
-  for (std::size_t b = 0; b < route.recv_by_expert.size(); ++b)
-    std::memcpy(static_cast<char*>(outgoing.raw()) + static_cast<std::size_t>(o.by_source[b]) * row_bytes,
-                static_cast<const char*>(results.raw()) + static_cast<std::size_t>(o.by_expert[b]) * row_bytes,
-                static_cast<std::size_t>(route.recv_by_expert[b]) * row_bytes);
+  Tensor outgoing = Tensor::empty(results.shape(), results.dtype(), MemCategory::CommBuffer, results.device());
+  for (std::size_t b = 0; b < route.recv_by_expert.size(); ++b) {
+    const std::int64_t n = route.recv_by_expert[b];
+    if (n == 0) continue;
+    outgoing.slice(o.by_source[b], o.by_source[b] + n).copy_from(results.slice(o.by_expert[b], o.by_expert[b] + n));
+  }
   // What came from rank s goes back to s: the dispatch's counts, transposed.
   std::vector<std::int64_t> send(route.recv_counts.size()), recv(route.send_counts.size());
   for (std::size_t d = 0; d < send.size(); ++d) {

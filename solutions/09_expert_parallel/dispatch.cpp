@@ -1,8 +1,6 @@
 // Exercise 09.1 — the dispatch: exchange the counts, then move every row to its expert's rank.
-#include <cstring>
-
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"
-#include "common/dtype.hpp"
+#include "common/device.hpp"
 #include "common/error.hpp"
 
 namespace usp::ch09 {
@@ -33,10 +31,12 @@ ExpertRoute AllToAllExperts::route(const std::vector<std::int64_t>& counts) {
             "AllToAllExperts::route: one count per expert (" + std::to_string(experts_) + ")");
   // counts[d·L + j] is for rank d's local expert j: chunk d of the all-to-all goes to rank d, and
   // chunk s of what comes back is source s's counts for this rank's experts.
+  // The counts are written on the host and travel where the group's tensors live (its device).
   Tensor mine = Tensor::empty({experts_}, DType::i32, MemCategory::CommBuffer);
-  Tensor theirs = Tensor::empty({experts_}, DType::i32, MemCategory::CommBuffer);
   for (std::int64_t e = 0; e < experts_; ++e) mine.data<std::int32_t>()[e] = static_cast<std::int32_t>(counts[static_cast<std::size_t>(e)]);
-  ep_.all_to_all(mine, theirs);
+  Tensor theirs = Tensor::empty({experts_}, DType::i32, MemCategory::CommBuffer, ep_.device());
+  ep_.all_to_all(ep_.device().is_cpu() ? mine : mine.to(ep_.device(), MemCategory::CommBuffer), theirs);
+  if (!ep_.device().is_cpu()) theirs = theirs.to(Device::cpu(), MemCategory::CommBuffer);
   ExpertRoute r;
   r.send_counts.assign(static_cast<std::size_t>(ep), 0);
   r.recv_counts.assign(static_cast<std::size_t>(ep), 0);
@@ -59,15 +59,16 @@ void AllToAllExperts::to_experts(const ExpertRoute& route, const Tensor& rows, T
     send[d] = route.send_counts[d] * C;
     recv[d] = route.recv_counts[d] * C;
   }
-  Tensor delivered = Tensor::empty(received.shape(), received.dtype(), MemCategory::CommBuffer);
+  Tensor delivered = Tensor::empty(received.shape(), received.dtype(), MemCategory::CommBuffer, received.device());
   ep_.all_to_allv(rows, send, delivered, recv);
-  // Source-major as delivered -> expert-major: each block (s, j) moves as a whole.
+  // Source-major as delivered -> expert-major: each block (s, j) moves as a whole, a copy between
+  // two row slices (on whichever device the rows live).
   const BlockOffsets o = block_offsets(route, L);
-  const std::size_t row_bytes = static_cast<std::size_t>(C) * dtype_size(rows.dtype());
-  for (std::size_t b = 0; b < route.recv_by_expert.size(); ++b)
-    std::memcpy(static_cast<char*>(received.raw()) + static_cast<std::size_t>(o.by_expert[b]) * row_bytes,
-                static_cast<const char*>(delivered.raw()) + static_cast<std::size_t>(o.by_source[b]) * row_bytes,
-                static_cast<std::size_t>(route.recv_by_expert[b]) * row_bytes);
+  for (std::size_t b = 0; b < route.recv_by_expert.size(); ++b) {
+    const std::int64_t n = route.recv_by_expert[b];
+    if (n == 0) continue;
+    received.slice(o.by_expert[b], o.by_expert[b] + n).copy_from(delivered.slice(o.by_source[b], o.by_source[b] + n));
+  }
 }
 
 }  // namespace usp::ch09

@@ -4,7 +4,8 @@
 // spread over ep ranks (ep = W; dp = W with ep 1; dp 4 with ep 2 on 4 ranks), dropless and with a
 // capacity: the same losses, first gradient and parameters as the single-rank MoE, the same
 // tokens per expert and drops as its router decides, and the all-to-all bytes exactly the rows
-// that left each rank. [mpi]: 1, 2 and 4 ranks.
+// that left each rank. [mpi]: 1, 2 and 4 ranks. [gpu]: the same layouts with a GPU per rank over
+// the device communicator (NCCL, or host staging when ranks share a GPU) against the CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"
 #include "chapters/09_expert_parallel/ep_trainer.hpp"
+#include "common/device.hpp"
 #include "common/rng.hpp"
 #include "common/train/training_summary.hpp"
 #include "tests/support/baseline_run.hpp"
@@ -232,6 +234,48 @@ TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters
       // After 3 AdamW steps: the rounding above through Adam's normalised update (≤ lr per
       // element and step; a gradient within rounding of zero has an arbitrary sign): lr/30.
       CHECK(elementwise_mismatch(params, as_held(base.params, cfg.model, trainer.params()),
+                                 Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+    }
+  }
+}
+
+TEST_CASE("EP training on GPUs over the device communicator follows the CPU's single-rank MoE", "[ch09][mpi][gpu]") {
+  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  Communicator& w = world();
+  const int W = w.size();
+  auto metrics = w.split(0, w.rank());
+  const Device gpu = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu);  // NCCL, or host-staged MPI
+  std::vector<EpLayout> layouts = {{W, W}};
+  if (W == 4) layouts.push_back({4, 2});
+  for (double cf : {0.0, 1.0}) {
+    const TrainingConfig cfg = ep_training(cf);
+    TrainingConfig gpu_cfg = cfg;
+    gpu_cfg.device = gpu;
+    const auto data = make_dataset("synthetic", cfg.seed);
+    for (const EpLayout& layout : layouts) {
+      INFO(layout.label() << (cf > 0 ? ", capacity factor 1" : ", dropless") << " on " << gpu.str() << " over "
+                          << tensors->backend() << ", rank " << w.rank());
+      const testing::Run base = testing::baseline(cfg, *data, layout.dp * 2);  // on the CPU
+      EpTrainer trainer(*tensors, gpu_cfg, layout);
+      for (std::int64_t step = 0; step < cfg.steps; ++step) {
+        const std::vector<Batch> mine = rank_micro_batches(*data, step, trainer.dp().rank(), 2, cfg.mbs, cfg.seq);
+        const double loss = testing::mean_over_ranks(*metrics, trainer.step(mine));
+        // CPU vs CUDA: the router's logits and the experts' products in another summation order
+        // (cuBLAS), a few fp32 ulps; the routing's decisions are the host's on those logits, so
+        // the same unless two experts' probabilities tie within ulps (not so on these random
+        // weights). 1e-5 of the loss over three steps (tests/model/test_model_cuda.cpp); the
+        // weights within lr/30 (a thirtieth of one update).
+        INFO("step " << step << ": loss " << loss << ", baseline " << base.losses[static_cast<std::size_t>(step)]);
+        CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(step)]) <=
+              1e-5 * base.losses[static_cast<std::size_t>(step)]);
+      }
+      CHECK(elementwise_mismatch(trainer.params().flat().to_floats(), as_held(base.params, cfg.model, trainer.params()),
                                  Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
     }
   }

@@ -3,7 +3,9 @@
 // losses, first gradient and parameters after 3 AdamW steps, element by element through each
 // rank's shard. Each rank holds exactly the parameter, gradient and optimizer bytes the
 // calculator predicts for its pipeline stage (calc::memory_per_rank with setup.stage). Bad
-// layouts are refused with one message on every rank. [mpi]: 4 and 8 ranks.
+// layouts are refused with one message on every rank. [mpi]: 4 and 8 ranks. [gpu]: the layouts
+// with ring or all-gather attention on a GPU per rank, over the device communicator, against the
+// CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -13,6 +15,7 @@
 
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
 #include "common/calc/memory_model.hpp"
+#include "common/device.hpp"
 #include "common/memory_tracker.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
@@ -144,6 +147,45 @@ TEST_CASE("every 5D layout trains like the single-rank baseline", "[ch10][mpi]")
     }
     // Parameters: that rounding through Adam's normalised update (≤ lr per element and step);
     // lr/30 fails on any missed or wrong update.
+    CHECK(elementwise_mismatch(held(trainer.params(), false), held_of(base.params, trainer.params(), cfg.model),
+                               Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+  }
+}
+
+TEST_CASE("the 5D layouts on GPUs over the device communicator train like the CPU baseline", "[ch10][mpi][gpu]") {
+  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
+  if (cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Runtime& rt = testing::runtime();
+  Communicator& w = world();
+  auto metrics = w.split(0, w.rank());
+  const Device gpu = Device::cuda(rt.local_rank() % cuda_device_count());
+  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu);  // NCCL, or host-staged MPI
+  for (const Case& c : cases_for(w.size())) {
+    // Host code so far: the all-to-all attention (chapter 07).
+    if (c.layout.attention == ch07::CpAttention::all_to_all) continue;
+    const TrainingConfig cfg = training(c.moe);
+    TrainingConfig gpu_cfg = cfg;
+    gpu_cfg.device = gpu;
+    const Layout5d& l = c.layout;
+    INFO(l.label() << " " << ch08::schedule_kind_name(l.schedule) << " m " << l.m << " on " << gpu.str() << " over "
+                   << tensors->backend() << ", rank " << w.rank());
+    const auto data = make_dataset("synthetic", cfg.seed);
+    const testing::Run base = testing::baseline(cfg, *data, l.dp * l.m);  // on the CPU
+    Trainer5d trainer(*tensors, gpu_cfg, l);
+    const int replica = trainer.mesh().coord(MeshDim::dp);
+    for (std::int64_t step = 0; step < cfg.steps; ++step) {
+      const Step5d s = trainer.step(rank_micro_batches(*data, step, replica, l.m, cfg.mbs, cfg.seq));
+      const double loss = testing::mean_over_ranks(*metrics, s.loss);
+      // CPU vs CUDA: fp32 in other summation orders, a few ulps per op that AdamW's normalised
+      // steps keep from growing over three steps: 1e-5 of the loss (tests/model/test_model_cuda.cpp);
+      // the weights within lr/30 as above.
+      INFO("step " << step << ": loss " << loss << ", baseline " << base.losses[static_cast<std::size_t>(step)]);
+      CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(step)]) <=
+            1e-5 * base.losses[static_cast<std::size_t>(step)]);
+    }
     CHECK(elementwise_mismatch(held(trainer.params(), false), held_of(base.params, trainer.params(), cfg.model),
                                Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
   }
