@@ -53,9 +53,6 @@ std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communic
     case CpAttention::ring: return std::make_unique<RingAttention>(cp, sharding);
     case CpAttention::all_gather: return std::make_unique<KvGatherAttention>(cp, sharding);
     case CpAttention::all_to_all:
-      if (cp.device().is_cuda())
-        throw UsageError("the all-to-all attention runs on CPU ranks only so far (its head/sequence reshuffle "
-                         "is host code); on GPUs use --attention ring or all-gather");
       if (heads % cp.size() != 0 || kv_heads % cp.size() != 0)
         throw UsageError("the all-to-all attention gives each of the cp = " + std::to_string(cp.size()) +
                          " ranks a share of the heads: cp must divide the number of heads (" + std::to_string(heads) +

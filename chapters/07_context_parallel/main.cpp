@@ -1,5 +1,5 @@
 // ch07_context_parallel: the playbook's "Context Parallelism" on the run's W ranks: CPU ranks, or with
-// --device cuda a GPU per rank (ring and all-gather over NCCL, or MPI through host memory: --backend).
+// --device cuda a GPU per rank (the groups over NCCL, or MPI through host memory: --backend).
 //
 //   1. The variants side by side: every sequence split over cp ranks (--cp, default W; the other
 //      W / cp ranks are data-parallel replicas), its attention computed by a ring of K/V blocks,
@@ -21,7 +21,6 @@
 //   mpirun -np 4 build/bin/ch07_context_parallel [--cp 4] [--attention ring,all-gather,all-to-all]
 //                                                [--sharding contiguous,zig-zag] [--grad-acc 1]
 //   ./usp run 07
-#include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -45,7 +44,6 @@ struct Setup {
   int cp = 1, dp = 1, tp = 1;
   std::vector<Variant> variants = {};
   std::int64_t grad_acc = 0;  // micro-batches per replica and step
-  bool skipped_on_gpu = false;  // the default all-to-all left out on GPUs
 };
 
 // A comma-separated list of names, each one of `known`, none twice.
@@ -89,15 +87,9 @@ void plan_variants(Setup& s, const Cli& cli, int world) {
                      " ranks of this run" + (s.tp > 1 ? " over --tp " + std::to_string(s.tp) : std::string()) +
                      " (each of the dp = W / (cp·tp) replicas is cp·tp ranks)");
   s.dp = world / s.tp / s.cp;
-  auto attentions = parse_list<CpAttention>(
+  const auto attentions = parse_list<CpAttention>(
       "attention", cli.get_string("attention"), {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all},
       attention_name);
-  if (cfg.device.is_cuda()) {  // the all-to-all reshuffles in host loops (cp_attention.hpp)
-    const auto a2a = std::find(attentions.begin(), attentions.end(), CpAttention::all_to_all);
-    if (a2a != attentions.end() && cli.given("attention"))
-      throw UsageError("--attention all-to-all runs on CPU ranks only so far; on GPUs use ring or all-gather");
-    if (a2a != attentions.end()) attentions.erase(a2a), s.skipped_on_gpu = true;
-  }
   const auto shardings = parse_list<CpSharding>("sharding", cli.get_string("sharding"),
                                                 {CpSharding::contiguous, CpSharding::zigzag}, sharding_name);
   for (CpAttention a : attentions)
@@ -130,9 +122,6 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
       << s.grad_acc << " per replica and step), " << cfg.steps << " AdamW steps per variant:";
   for (const Variant& v : s.variants) out << (&v == &s.variants.front() ? " " : ", ") << v.layout.label();
   out << "\n";
-  if (s.skipped_on_gpu)
-    out << "  note: the all-to-all attention runs on CPU ranks only so far (host reshuffles): left out on "
-        << cfg.device.str() << "\n";
   if (s.cp == 1)
     out << "  note: with cp = 1 every rank holds whole sequences: no context parallelism. Run it on several ranks:\n"
            "        mpirun -np 4 build/bin/ch07_context_parallel (or ./usp run 07)\n";

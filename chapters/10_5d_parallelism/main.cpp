@@ -126,9 +126,6 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     const bool chosen = cli.given("dp") || cli.given("tp") || cli.given("pp") || cli.given("cp") || cli.given("ep");
     if (chosen) layouts.push_back({layout_from_flags(cli, W), in.config.model.is_moe()});
     else layouts = default_layouts(W);
-    if (in.config.device.is_cuda() && layouts.front().layout.cp > 1 &&
-        layouts.front().layout.attention == ch07::CpAttention::all_to_all)  // host reshuffles (chapter 07)
-      throw UsageError("--attention all-to-all runs on CPU ranks only so far; on GPUs use ring or all-gather");
     for (const Planned& p : layouts)
       check_layout_5d(p.layout, W, (p.moe ? moe_config(in.config) : in.config).model, in.config.seq);
     if (cli.given("cluster")) cluster = plan::Cluster::from_file(cli.get_string("cluster"));

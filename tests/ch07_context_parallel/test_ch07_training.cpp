@@ -4,9 +4,8 @@
 // run recorded it: zig-zag balances it, contiguous gives rank r r + 1 blocks. What the all-gather
 // holds while it computes; the bytes each variant sends per step against its count; bad layouts
 // refused with one message. The [mpi] cases run on 1, 2 and 4 ranks with cp = the world size (and
-// dp 2 × cp 2 on 4). [gpu]: the ring and the all-gather with a GPU per rank over the device
-// communicator (NCCL, or host staging when ranks share a GPU) against the CPU baseline; the
-// all-to-all refused there with its reason.
+// dp 2 × cp 2 on 4). [gpu]: every attention and layout with a GPU per rank over the device
+// communicator (NCCL, or host staging when ranks share a GPU) against the CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -78,7 +77,7 @@ testing::Run cp_run(Communicator& w, Communicator& metrics, const TrainingConfig
 
 // ---- training = the single-rank baseline ------------------------------------------------------------
 
-TEST_CASE("the ring and the all-gather on GPUs over the device communicator train like the CPU baseline",
+TEST_CASE("every CP attention and layout on GPUs over the device communicator trains like the CPU baseline",
           "[ch07][mpi][gpu]") {
   // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
   if (cuda_device_count() == 0) {
@@ -95,10 +94,6 @@ TEST_CASE("the ring and the all-gather on GPUs over the device communicator trai
   const auto data = make_dataset("synthetic", cfg.seed);
   for (const CpLayout& layout : layouts_for(w.size())) {
     INFO(layout.label() << " on " << gpu_cfg.device.str() << " over " << tensors->backend() << ", rank " << w.rank());
-    if (layout.attention == CpAttention::all_to_all) {
-      CHECK_THROWS_WITH(CpTrainer(*tensors, gpu_cfg, layout), Catch::Contains("runs on CPU ranks only so far"));
-      continue;
-    }
     const testing::Run base = testing::baseline(cfg, *data, layout.dp);  // on the CPU
     const testing::Run got = cp_run(*tensors, *metrics, gpu_cfg, *data, layout, 1);
     // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, the attention kernels'

@@ -3,9 +3,8 @@
 // losses, first gradient and parameters after 3 AdamW steps, element by element through each
 // rank's shard. Each rank holds exactly the parameter, gradient and optimizer bytes the
 // calculator predicts for its pipeline stage (calc::memory_per_rank with setup.stage). Bad
-// layouts are refused with one message on every rank. [mpi]: 4 and 8 ranks. [gpu]: the layouts
-// with ring or all-gather attention on a GPU per rank, over the device communicator, against the
-// CPU baseline.
+// layouts are refused with one message on every rank. [mpi]: 4 and 8 ranks. [gpu]: every layout
+// on a GPU per rank, over the device communicator, against the CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -164,8 +163,6 @@ TEST_CASE("the 5D layouts on GPUs over the device communicator train like the CP
   const Device gpu = Device::cuda(rt.local_rank() % cuda_device_count());
   const std::unique_ptr<Communicator> tensors = rt.make_world(gpu);  // NCCL, or host-staged MPI
   for (const Case& c : cases_for(w.size())) {
-    // Host code so far: the all-to-all attention (chapter 07).
-    if (c.layout.attention == ch07::CpAttention::all_to_all) continue;
     const TrainingConfig cfg = training(c.moe);
     TrainingConfig gpu_cfg = cfg;
     gpu_cfg.device = gpu;
