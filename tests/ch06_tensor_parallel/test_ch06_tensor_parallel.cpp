@@ -25,6 +25,7 @@
 #include "common/rng.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/gpu_ranks.hpp"
 #include "tests/ch06_tensor_parallel/tp_fixtures.hpp"
 #include "tests/support/test_world.hpp"
 
@@ -425,16 +426,12 @@ TEST_CASE("each layer's saved activations per rank = the course's formula under 
 // ---- on GPUs: the same chapter over a device communicator ----------------------------------------
 
 TEST_CASE("the vocabulary-parallel cross-entropy on GPUs equals exercise 06.2's on the CPU", "[ch06][mpi][gpu]") {
-  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
+  const auto gpus = testing::gpu_ranks();
+  if (!gpus) return;
   Communicator& comm = world();
   const int t = comm.size(), r = comm.rank();
-  const Device gpu = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> group = rt.make_world(gpu);  // NCCL, or host-staged MPI
+  const Device gpu = gpus->device;
+  Communicator* const group = gpus->tensors.get();
   const std::int64_t N = 6, V = 40, Vr = V / t;
   Tensor logits = random_tensor({N, V}, "logits");
   ops::scale_inplace(logits, 8.0f);
@@ -468,30 +465,19 @@ TEST_CASE("the vocabulary-parallel cross-entropy on GPUs equals exercise 06.2's 
 
 TEST_CASE("TP, TP+SP and DP × TP on GPUs over the device communicator train like the CPU baseline",
           "[ch06][mpi][gpu]") {
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
+  const auto gpus = testing::gpu_ranks();
+  if (!gpus) return;
   Communicator& w = world();
   auto metrics = w.split(0, w.rank());
   TrainingConfig cfg = tp_training();
   const auto data = make_dataset("synthetic", cfg.seed);
-  TrainingConfig gpu_cfg = cfg;
-  gpu_cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu_cfg.device);
+  const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
   for (const TpLayout& layout : layouts_for(w.size())) {
-    INFO(layout.label() << " on " << gpu_cfg.device.str() << " over " << tensors->backend() << ", rank " << w.rank());
+    INFO(layout.label() << " on " << gpus->where() << ", rank " << w.rank());
     const testing::Run base = testing::baseline(cfg, *data, layout.dp);  // on the CPU
-    const testing::Run got = tp_run(*tensors, *metrics, gpu_cfg, *data, layout, 1);
-    // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, block reductions, NCCL's
-    // ring), a few ulps per op that AdamW's normalised steps keep from growing over three steps:
-    // 1e-5 of the loss (tests/model/test_model_cuda.cpp); the weights as the CPU layouts above
-    // (lr/30: a thirtieth of one update).
-    for (std::size_t s = 0; s < got.losses.size(); ++s) {
-      INFO("step " << s << ": loss " << got.losses[s] << ", baseline " << base.losses[s]);
-      CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-5 * base.losses[s]);
-    }
+    const testing::Run got = tp_run(*gpus->tensors, *metrics, gpu_cfg, *data, layout, 1);
+    testing::check_losses_follow(got.losses, base.losses);
+    // The weights as the CPU layouts above (lr/30: a thirtieth of one update).
     CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
   }
 }

@@ -20,6 +20,7 @@
 #include "common/rng.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/gpu_ranks.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/test_world.hpp"
 
@@ -79,31 +80,19 @@ testing::Run cp_run(Communicator& w, Communicator& metrics, const TrainingConfig
 
 TEST_CASE("every CP attention and layout on GPUs over the device communicator trains like the CPU baseline",
           "[ch07][mpi][gpu]") {
-  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
+  const auto gpus = testing::gpu_ranks();
+  if (!gpus) return;
   Communicator& w = world();
   auto metrics = w.split(0, w.rank());
   const TrainingConfig cfg = cp_training();
-  TrainingConfig gpu_cfg = cfg;
-  gpu_cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu_cfg.device);  // NCCL, or host-staged MPI
+  const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
   const auto data = make_dataset("synthetic", cfg.seed);
   for (const CpLayout& layout : layouts_for(w.size())) {
-    INFO(layout.label() << " on " << gpu_cfg.device.str() << " over " << tensors->backend() << ", rank " << w.rank());
+    INFO(layout.label() << " on " << gpus->where() << ", rank " << w.rank());
     const testing::Run base = testing::baseline(cfg, *data, layout.dp);  // on the CPU
-    const testing::Run got = cp_run(*tensors, *metrics, gpu_cfg, *data, layout, 1);
-    // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, the attention kernels'
-    // block reductions), a few ulps per op that AdamW's normalised steps keep from growing over
-    // three steps: 1e-5 of the loss (tests/model/test_model_cuda.cpp); the weights within lr/30
-    // (a thirtieth of one update) as above.
-    for (std::size_t s = 0; s < got.losses.size(); ++s) {
-      INFO("step " << s << ": loss " << got.losses[s] << ", baseline " << base.losses[s]);
-      CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-5 * base.losses[s]);
-    }
+    const testing::Run got = cp_run(*gpus->tensors, *metrics, gpu_cfg, *data, layout, 1);
+    testing::check_losses_follow(got.losses, base.losses);
+    // The weights within lr/30 (a thirtieth of one update) as above.
     CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
   }
 }

@@ -18,6 +18,7 @@
 #include "common/device.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/gpu_ranks.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/test_world.hpp"
 
@@ -187,33 +188,23 @@ TEST_CASE("the bytes each pipeline rank sends are the schedule's messages", "[ch
 }
 
 TEST_CASE("every schedule on GPUs over the device communicator trains like the CPU baseline", "[ch08][mpi][gpu]") {
-  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
+  const auto gpus = testing::gpu_ranks();
+  if (!gpus) return;
   Communicator& w = world();
   const TrainingConfig cfg = pp_training();
-  TrainingConfig gpu_cfg = cfg;
-  gpu_cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu_cfg.device);  // NCCL, or host-staged MPI
+  const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
   const auto data = make_dataset("synthetic", cfg.seed);
   for (const PpLayout& layout : layouts_for(w.size())) {
-    INFO(layout.label() << " on " << gpu_cfg.device.str() << " over " << tensors->backend() << ", rank " << w.rank());
+    INFO(layout.label() << " on " << gpus->where() << ", rank " << w.rank());
     const testing::Run base = testing::baseline(cfg, *data, layout.dp * layout.m);  // on the CPU
-    PpTrainer trainer(*tensors, gpu_cfg, layout);
-    for (std::int64_t step = 0; step < cfg.steps; ++step) {
-      const PpStep s = trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), layout.m, cfg.mbs, cfg.seq));
-      const double loss = testing::mean_over_ranks(w, s.loss);
-      // CPU vs CUDA: fp32 in other summation orders (cuBLAS vs OpenBLAS, block reductions), a few
-      // ulps per op that AdamW's normalised steps keep from growing over three steps: 1e-5 of the
-      // loss (tests/model/test_model_cuda.cpp); the weights as above (lr/30: a thirtieth of one
-      // update, so a missed or wrong update, or a stage's message lost, fails).
-      INFO("step " << step << ": loss " << loss << ", baseline " << base.losses[static_cast<std::size_t>(step)]);
-      CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(step)]) <=
-            1e-5 * base.losses[static_cast<std::size_t>(step)]);
-    }
+    PpTrainer trainer(*gpus->tensors, gpu_cfg, layout);
+    std::vector<double> losses;
+    for (std::int64_t step = 0; step < cfg.steps; ++step)
+      losses.push_back(testing::mean_over_ranks(
+          w, trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), layout.m, cfg.mbs, cfg.seq)).loss));
+    testing::check_losses_follow(losses, base.losses);
+    // The weights as above (lr/30: a thirtieth of one update, so a missed or wrong update, or a
+    // stage's message lost, fails).
     CHECK(elementwise_mismatch(held(trainer.params(), false), held_slice(base.params, trainer.params()),
                                Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
   }

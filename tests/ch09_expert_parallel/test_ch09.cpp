@@ -20,6 +20,7 @@
 #include "common/train/training_summary.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/gpu_ranks.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/test_world.hpp"
 
@@ -240,41 +241,31 @@ TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters
 }
 
 TEST_CASE("EP training on GPUs over the device communicator follows the CPU's single-rank MoE", "[ch09][mpi][gpu]") {
-  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
+  const auto gpus = testing::gpu_ranks();
+  if (!gpus) return;
   Communicator& w = world();
   const int W = w.size();
   auto metrics = w.split(0, w.rank());
-  const Device gpu = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu);  // NCCL, or host-staged MPI
+  Communicator& tensors = *gpus->tensors;
   std::vector<EpLayout> layouts = {{W, W}};
   if (W == 4) layouts.push_back({4, 2});
   for (double cf : {0.0, 1.0}) {
     const TrainingConfig cfg = ep_training(cf);
-    TrainingConfig gpu_cfg = cfg;
-    gpu_cfg.device = gpu;
+    const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
     const auto data = make_dataset("synthetic", cfg.seed);
     for (const EpLayout& layout : layouts) {
-      INFO(layout.label() << (cf > 0 ? ", capacity factor 1" : ", dropless") << " on " << gpu.str() << " over "
-                          << tensors->backend() << ", rank " << w.rank());
+      INFO(layout.label() << (cf > 0 ? ", capacity factor 1" : ", dropless") << " on " << gpus->where()
+                          << ", rank " << w.rank());
       const testing::Run base = testing::baseline(cfg, *data, layout.dp * 2);  // on the CPU
-      EpTrainer trainer(*tensors, gpu_cfg, layout);
-      for (std::int64_t step = 0; step < cfg.steps; ++step) {
-        const std::vector<Batch> mine = rank_micro_batches(*data, step, trainer.dp().rank(), 2, cfg.mbs, cfg.seq);
-        const double loss = testing::mean_over_ranks(*metrics, trainer.step(mine));
-        // CPU vs CUDA: the router's logits and the experts' products in another summation order
-        // (cuBLAS), a few fp32 ulps; the routing's decisions are the host's on those logits, so
-        // the same unless two experts' probabilities tie within ulps (not so on these random
-        // weights). 1e-5 of the loss over three steps (tests/model/test_model_cuda.cpp); the
-        // weights within lr/30 (a thirtieth of one update).
-        INFO("step " << step << ": loss " << loss << ", baseline " << base.losses[static_cast<std::size_t>(step)]);
-        CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(step)]) <=
-              1e-5 * base.losses[static_cast<std::size_t>(step)]);
-      }
+      EpTrainer trainer(tensors, gpu_cfg, layout);
+      std::vector<double> losses;
+      for (std::int64_t step = 0; step < cfg.steps; ++step)
+        losses.push_back(testing::mean_over_ranks(
+            *metrics, trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), 2, cfg.mbs, cfg.seq))));
+      // The routing's decisions are the host's on the device's logits: the same as the CPU's
+      // unless two experts' probabilities tie within ulps (not so on these random weights).
+      testing::check_losses_follow(losses, base.losses);
+      // The weights within lr/30 (a thirtieth of one update).
       CHECK(elementwise_mismatch(trainer.params().flat().to_floats(), as_held(base.params, cfg.model, trainer.params()),
                                  Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
     }

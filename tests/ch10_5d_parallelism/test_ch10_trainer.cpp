@@ -18,6 +18,7 @@
 #include "common/memory_tracker.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/gpu_ranks.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/test_world.hpp"
 
@@ -152,37 +153,27 @@ TEST_CASE("every 5D layout trains like the single-rank baseline", "[ch10][mpi]")
 }
 
 TEST_CASE("the 5D layouts on GPUs over the device communicator train like the CPU baseline", "[ch10][mpi][gpu]") {
-  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
+  const auto gpus = testing::gpu_ranks();
+  if (!gpus) return;
   Communicator& w = world();
   auto metrics = w.split(0, w.rank());
-  const Device gpu = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> tensors = rt.make_world(gpu);  // NCCL, or host-staged MPI
+  Communicator& tensors = *gpus->tensors;
   for (const Case& c : cases_for(w.size())) {
     const TrainingConfig cfg = training(c.moe);
-    TrainingConfig gpu_cfg = cfg;
-    gpu_cfg.device = gpu;
+    const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
     const Layout5d& l = c.layout;
-    INFO(l.label() << " " << ch08::schedule_kind_name(l.schedule) << " m " << l.m << " on " << gpu.str() << " over "
-                   << tensors->backend() << ", rank " << w.rank());
+    INFO(l.label() << " " << ch08::schedule_kind_name(l.schedule) << " m " << l.m << " on " << gpus->where()
+                   << ", rank " << w.rank());
     const auto data = make_dataset("synthetic", cfg.seed);
     const testing::Run base = testing::baseline(cfg, *data, l.dp * l.m);  // on the CPU
-    Trainer5d trainer(*tensors, gpu_cfg, l);
+    Trainer5d trainer(tensors, gpu_cfg, l);
     const int replica = trainer.mesh().coord(MeshDim::dp);
-    for (std::int64_t step = 0; step < cfg.steps; ++step) {
-      const Step5d s = trainer.step(rank_micro_batches(*data, step, replica, l.m, cfg.mbs, cfg.seq));
-      const double loss = testing::mean_over_ranks(*metrics, s.loss);
-      // CPU vs CUDA: fp32 in other summation orders, a few ulps per op that AdamW's normalised
-      // steps keep from growing over three steps: 1e-5 of the loss (tests/model/test_model_cuda.cpp);
-      // the weights within lr/30 as above.
-      INFO("step " << step << ": loss " << loss << ", baseline " << base.losses[static_cast<std::size_t>(step)]);
-      CHECK(std::fabs(loss - base.losses[static_cast<std::size_t>(step)]) <=
-            1e-5 * base.losses[static_cast<std::size_t>(step)]);
-    }
+    std::vector<double> losses;
+    for (std::int64_t step = 0; step < cfg.steps; ++step)
+      losses.push_back(testing::mean_over_ranks(
+          *metrics, trainer.step(rank_micro_batches(*data, step, replica, l.m, cfg.mbs, cfg.seq)).loss));
+    testing::check_losses_follow(losses, base.losses);
+    // The weights within lr/30 as above.
     CHECK(elementwise_mismatch(held(trainer.params(), false), held_of(base.params, trainer.params(), cfg.model),
                                Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
   }

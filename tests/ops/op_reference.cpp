@@ -42,6 +42,12 @@ Tensor int_tensor(const std::vector<std::int32_t>& v, const Shape& shape) {
   return t;
 }
 
+std::vector<std::int32_t> iota_positions(std::int64_t n, std::int32_t first) {
+  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = first + static_cast<std::int32_t>(i);
+  return p;
+}
+
 Vec values_of(const Tensor& t) {
   std::vector<float> f = t.to_floats();
   return Vec(f.begin(), f.end());

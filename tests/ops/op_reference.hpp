@@ -24,6 +24,8 @@ Vec rounded(const Vec& v, DType dtype);
 Tensor tensor_of(const Vec& v, const Shape& shape, DType dtype = DType::f32,
                  MemCategory category = MemCategory::Activation);
 Tensor int_tensor(const std::vector<std::int32_t>& v, const Shape& shape);
+// The positions first, first + 1, ..., first + n - 1 (of n tokens in a sequence).
+std::vector<std::int32_t> iota_positions(std::int64_t n, std::int32_t first = 0);
 Vec values_of(const Tensor& t);
 
 double weighted_sum(const Vec& r, const Vec& y);  // Σ r·y

@@ -20,12 +20,6 @@ namespace {
 constexpr double kTol = 3e-6;
 constexpr double kStep = 1e-5;  // central differences in double (see test_attention.cpp)
 
-std::vector<std::int32_t> iota_positions(std::int64_t n, std::int32_t first = 0) {
-  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < p.size(); ++i) p[i] = first + static_cast<std::int32_t>(i);
-  return p;
-}
-
 struct BlockOut {
   Vec out, lse;
 };

@@ -47,6 +47,18 @@ float block_max(Partial partial) {
   return m;
 }
 
+// The CPU op's cross-entropy of logits lv [n, v] with targets tg: its mean loss against `loss`
+// and its gradient (scaled by `scale`) against `dlogits`, both to kTol.
+void check_cross_entropy(const Vec& lv, const std::vector<std::int32_t>& tg, std::int64_t n, std::int64_t v,
+                         float scale, double loss, const std::vector<float>& dlogits) {
+  const Tensor targets = int_tensor(tg, {n});
+  Tensor lt = tensor_of(lv, {n, v}), dt = Tensor::empty({n, v});
+  const double want = ops::cross_entropy_forward(lt, targets);
+  ops::cross_entropy_backward(lt, targets, dt, scale);
+  CHECK(std::fabs(loss - want) < kTol * std::fabs(want));
+  CHECK(max_rel_error(doubles(dlogits), values_of(dt)) < kTol);
+}
+
 }  // namespace
 
 TEST_CASE("CUDA bodies: SwiGLU, add and scale, thread per element", "[ops][cuda-bodies]") {
@@ -163,14 +175,7 @@ TEST_CASE("CUDA bodies: cross-entropy, block per row, gradient in place", "[ops]
   }
   double loss = 0;
   for (float l : row_loss) loss += l;
-  loss /= static_cast<double>(n);
-
-  const Tensor targets = int_tensor(tg, {n});
-  Tensor lt = tensor_of(lv, {n, v}), dt = Tensor::empty({n, v});
-  const double want = ops::cross_entropy_forward(lt, targets);
-  ops::cross_entropy_backward(lt, targets, dt, scale);
-  CHECK(std::fabs(loss - want) < kTol * std::fabs(want));
-  CHECK(max_rel_error(doubles(logits), values_of(dt)) < kTol);
+  check_cross_entropy(lv, tg, n, v, scale, loss / static_cast<double>(n), logits);
 }
 
 TEST_CASE("CUDA bodies: cross-entropy over a vocabulary split in column shards, as chapter 06 runs it",
@@ -207,14 +212,7 @@ TEST_CASE("CUDA bodies: cross-entropy over a vocabulary split in column shards, 
                                            th, kThreads, dlogits.data() + row * v + begins[r]);
     }
   }
-  loss /= static_cast<double>(n);
-
-  const Tensor targets = int_tensor(tg, {n});
-  Tensor lt = tensor_of(lv, {n, v}), dt = Tensor::empty({n, v});
-  const double want = ops::cross_entropy_forward(lt, targets);
-  ops::cross_entropy_backward(lt, targets, dt, scale);
-  CHECK(std::fabs(loss - want) < kTol * std::fabs(want));
-  CHECK(max_rel_error(doubles(dlogits), values_of(dt)) < kTol);
+  check_cross_entropy(lv, tg, n, v, scale, loss / static_cast<double>(n), dlogits);
 }
 
 TEST_CASE("CUDA bodies: attention's causal softmax rows and their backward, around the head GEMMs",
@@ -282,9 +280,7 @@ TEST_CASE("CUDA bodies: attention over a block of keys at positions, rows then k
   for (const std::int32_t first_key : {3, 7}) {
     INFO("keys from position " << first_key);
     const std::int64_t B = 2, Tq = 5, Tk = 9, H = 4, G = 2, D = 20;
-    std::vector<std::int32_t> qp(Tq), kp(Tk);
-    for (std::int64_t i = 0; i < Tq; ++i) qp[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(6 + i);
-    for (std::int64_t j = 0; j < Tk; ++j) kp[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(first_key + j);
+    const std::vector<std::int32_t> qp = iota_positions(Tq, 6), kp = iota_positions(Tk, first_key);
     const Vec qv = random_values(B * Tq * H * D, 41, -1, 1), kv = random_values(B * Tk * G * D, 42, -1, 1);
     const Vec vv = random_values(B * Tk * G * D, 43, -1, 1), dov = random_values(B * Tq * H * D, 44, -1, 1);
     const Vec dlv = random_values(B * H * Tq, 45, -1, 1);

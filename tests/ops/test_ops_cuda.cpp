@@ -187,9 +187,7 @@ TEST_CASE("CUDA ops equal the CPU ops: attention over a block of keys at positio
     for (const std::int32_t first_key : {3, 7}) {
       INFO("keys from position " << first_key);
       const std::int64_t B = 2, Tq = 5, Tk = 9, H = 4, G = 2, D = 20;
-      std::vector<std::int32_t> qp(Tq), kp(Tk);
-      for (std::int64_t i = 0; i < Tq; ++i) qp[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(6 + i);
-      for (std::int64_t j = 0; j < Tk; ++j) kp[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(first_key + j);
+      const std::vector<std::int32_t> qp = iota_positions(Tq, 6), kp = iota_positions(Tk, first_key);
       const Tensor q = rnd({B, Tq, H, D}, 51, dt), k = rnd({B, Tk, G, D}, 52, dt), v = rnd({B, Tk, G, D}, 53, dt);
       const Tensor qpos = int_tensor(qp, {Tq}), kpos = int_tensor(kp, {Tk});
       Tensor out = Tensor::empty({B, Tq, H, D}, dt), lse = Tensor::empty({B, H, Tq});
