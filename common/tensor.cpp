@@ -189,4 +189,8 @@ std::string Tensor::str(int max_elems) const {
   return os.str();
 }
 
+Tensor on_device(const Tensor& t, Device device, MemCategory category) {
+  return !t.defined() || t.device() == device ? t : t.to(device, category);
+}
+
 }  // namespace usp

@@ -103,4 +103,9 @@ class Tensor {
 // Copies nbytes between host and/or device memory (cudaMemcpy when either side is CUDA).
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t nbytes);
 
+// t itself when it already lives on `device` (or is undefined), else a copy there tagged
+// `category`: how host code reads a GPU tensor's values, and how data made on the host reaches a
+// GPU, without copying anything on the CPU.
+Tensor on_device(const Tensor& t, Device device, MemCategory category = MemCategory::Temporary);
+
 }  // namespace usp

@@ -41,7 +41,7 @@ namespace {
 // The token ids on the host (the model hands CUDA tensors on a GPU): every rank checks and
 // selects from them there.
 std::vector<std::int32_t> host_ids(const Tensor& tokens) {
-  const Tensor h = tokens.device().is_cpu() ? tokens : tokens.to(Device::cpu(), MemCategory::Temporary);
+  const Tensor h = on_device(tokens, Device::cpu());
   const std::int32_t* p = h.data<std::int32_t>();
   return std::vector<std::int32_t>(p, p + h.numel());
 }
@@ -49,7 +49,7 @@ std::vector<std::int32_t> host_ids(const Tensor& tokens) {
 Tensor i32_tensor(const std::vector<std::int32_t>& values, Device device) {
   Tensor t = Tensor::empty({static_cast<std::int64_t>(values.size())}, DType::i32, MemCategory::Temporary);
   std::copy(values.begin(), values.end(), t.data<std::int32_t>());
-  return device.is_cpu() ? t : t.to(device, MemCategory::Temporary);
+  return on_device(t, device);
 }
 
 // The tokens whose id falls in [begin, begin + rows): their positions in the batch, and those ids

@@ -13,24 +13,17 @@ namespace usp::ch06 {
 
 #if defined(USP_HAVE_CUDA)
 
-namespace {
-
-// t on `device` (the model hands its batch there; a test may pass host targets).
-Tensor on(const Tensor& t, Device device) { return t.device() == device ? t : t.to(device, MemCategory::Temporary); }
-
-}  // namespace
-
 double vocab_parallel_cross_entropy_cuda(Communicator& tp, const Tensor& logits, const Tensor& targets,
                                          std::int64_t vocab_begin, Tensor& lse) {
   const std::int64_t N = logits.dim(0), V = logits.dim(1) * tp.size();
   const Device dev = logits.device();
   // Checked on every rank alike, before any communication.
-  const Tensor ids = on(targets, Device::cpu());
+  const Tensor ids = on_device(targets, Device::cpu());
   for (std::int64_t n = 0; n < N; ++n)
     if (const std::int32_t id = ids.data<std::int32_t>()[n]; id < 0 || id >= V)
       throw Error("vocab_parallel_cross_entropy: target " + std::to_string(id) + " at row " + std::to_string(n) +
                   " is outside the vocabulary [0, " + std::to_string(V) + ")");
-  const Tensor tg = on(targets, dev);
+  const Tensor tg = on_device(targets, dev);  // the model hands its batch there; a test may not
 
   // 1. Each row's max over the whole vocabulary.
   Tensor row_max = Tensor::empty({N}, DType::f32, MemCategory::Temporary, dev);
@@ -60,7 +53,7 @@ double vocab_parallel_cross_entropy_cuda(Communicator& tp, const Tensor& logits,
 
 void vocab_parallel_cross_entropy_backward_cuda(const Tensor& logits, const Tensor& targets, std::int64_t vocab_begin,
                                                 const Tensor& lse, Tensor& dlogits, float scale) {
-  ops::cuda_path::vocab_shard_cross_entropy_backward(logits, on(targets, logits.device()), vocab_begin, lse, dlogits,
+  ops::cuda_path::vocab_shard_cross_entropy_backward(logits, on_device(targets, logits.device()), vocab_begin, lse, dlogits,
                                                      scale);
 }
 

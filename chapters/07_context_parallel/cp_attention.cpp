@@ -30,7 +30,7 @@ const Tensor& CpAttentionBase::positions(std::int64_t tokens) const {
     const std::vector<std::int32_t> p = rank_positions(sharding_, tokens * cp_.size(), cp_.size(), cp_.rank());
     Tensor host = Tensor::empty({tokens}, DType::i32, MemCategory::Temporary);
     std::copy(p.begin(), p.end(), host.data<std::int32_t>());
-    positions_ = cp_.device().is_cpu() ? host : host.to(cp_.device(), MemCategory::Temporary);
+    positions_ = on_device(host, cp_.device());
   }
   return positions_;
 }
@@ -42,7 +42,7 @@ const Tensor& CpAttentionBase::gathered_positions(std::int64_t tokens) const {
     std::int32_t* p = host.data<std::int32_t>();
     for (int w = 0; w < W; ++w)
       for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
-    all_positions_ = cp_.device().is_cpu() ? host : host.to(cp_.device(), MemCategory::Temporary);
+    all_positions_ = on_device(host, cp_.device());
   }
   return all_positions_;
 }

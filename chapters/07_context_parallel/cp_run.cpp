@@ -120,7 +120,7 @@ VariantResult run_variant(Communicator& world, Communicator& metrics, const Trai
     // One attention forward on a layer's shapes, after the counters above are read.
     const ModelConfig& m = cfg.model;
     const std::int64_t T = cfg.seq / variant.layout.cp, D = m.head_dim();
-    auto placed = [&](const Tensor& t) { return cfg.device.is_cpu() ? t : t.to(cfg.device); };
+    auto placed = [&](const Tensor& t) { return on_device(t, cfg.device, t.category()); };
     const Tensor q = placed(random_tensor({cfg.mbs, T, m.heads, D}, "q", cfg.dtype));
     const Tensor k = placed(random_tensor({cfg.mbs, T, m.kv_heads, D}, "k", cfg.dtype));
     const Tensor v = placed(random_tensor({cfg.mbs, T, m.kv_heads, D}, "v", cfg.dtype));

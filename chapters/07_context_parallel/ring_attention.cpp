@@ -30,7 +30,7 @@ std::int64_t chunk_row(CpSharding s, int world, int rank, int chunk, std::int64_
 Tensor chunk_positions(int chunk, std::int64_t len, Device device) {
   Tensor p = Tensor::empty({len}, DType::i32, MemCategory::Temporary);
   for (std::int64_t i = 0; i < len; ++i) p.data<std::int32_t>()[i] = static_cast<std::int32_t>(chunk * len + i);
-  return device.is_cpu() ? p : p.to(device, MemCategory::Temporary);
+  return on_device(p, device);
 }
 
 // The K/V block a rank holds at a ring step, and the transfer of the next one.
@@ -66,7 +66,7 @@ Transfer pass_on(Communicator& cp, const KvBlock& held, KvBlock& next, int step)
 // operands (a chunk's running out and lse, the block's, and their gradients: O(len·H·D) per
 // block, against the block's O(len²·H·D) attention) go through host copies, so the student's
 // merge is the one every device runs; a production ring fuses it into the attention kernel.
-Tensor host_copy(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu(), MemCategory::Temporary); }
+Tensor host_copy(const Tensor& t) { return on_device(t, Device::cpu()); }
 
 void merge_on_host(Tensor& out, Tensor& lse, const Tensor& block_out, const Tensor& block_lse) {
   if (out.device().is_cpu()) return merge_partial_attention(out, lse, block_out, block_lse);

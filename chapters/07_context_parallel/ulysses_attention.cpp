@@ -17,7 +17,7 @@ namespace {
 // The reshuffles below are host loops. On a GPU they work on host copies (O(B·T·H·D) numbers per
 // move, against the attention's O(B·(W·T)²·H·D/W) products), and only the all-to-all itself runs
 // on the group's device: a production version would fuse the reshuffle into a kernel.
-Tensor host_of(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu(), MemCategory::Temporary); }
+Tensor host_of(const Tensor& t) { return on_device(t, Device::cpu()); }
 
 // A [W, B, T, hp, D] f32 exchange buffer filled on the host: a CommBuffer on the CPU, where it is
 // the one the all-to-all sends; a Temporary on a GPU, where it is staged to a device CommBuffer.
@@ -29,7 +29,7 @@ Tensor staging(Device device, const Shape& shape) {
 Tensor exchange(Communicator& cp, const Tensor& send) {
   const Device dev = cp.device();
   Tensor recv = Tensor::empty(send.shape(), DType::f32, MemCategory::CommBuffer, dev);
-  cp.all_to_all(dev.is_cpu() ? send : send.to(dev, MemCategory::CommBuffer), recv);
+  cp.all_to_all(on_device(send, dev, MemCategory::CommBuffer), recv);
   return host_of(recv);
 }
 
@@ -63,7 +63,7 @@ Tensor UlyssesAttention::to_heads(const Tensor& x) {
         for (std::int64_t h = 0; h < hp; ++h)
           for (std::int64_t e = 0; e < D; ++e)
             yp[((b * W * T + i * T + t) * hp + h) * D + e] = r[(((i * B + b) * T + t) * hp + h) * D + e];
-  return x.device().is_cpu() ? y : y.to(x.device(), MemCategory::Temporary);
+  return on_device(y, x.device());
 }
 
 void UlyssesAttention::to_tokens(const Tensor& y, Tensor& into) {

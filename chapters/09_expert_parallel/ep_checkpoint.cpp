@@ -31,8 +31,8 @@ void save_ep_checkpoint(Communicator& world, EpTrainer& trainer, const std::stri
   const std::unique_ptr<Communicator> quiet_ep = trainer.ep().split(0, trainer.ep().rank());
   const Device dev = quiet_ep->device();  // the group's tensors live there: the gather goes through it
   Tensor all = Tensor::empty({quiet_ep->rank() == 0 ? n * ep : n}, mine.dtype(), MemCategory::CommBuffer, dev);
-  quiet_ep->gather(dev.is_cpu() ? experts : experts.to(dev, MemCategory::CommBuffer), all, 0);
-  if (!dev.is_cpu()) all = all.to(Device::cpu(), MemCategory::CommBuffer);
+  quiet_ep->gather(on_device(experts, dev, MemCategory::CommBuffer), all, 0);
+  all = on_device(all, Device::cpu(), MemCategory::CommBuffer);
   const std::unique_ptr<Communicator> quiet = world.split(0, world.rank());
   run_on_root(*quiet, "cannot save the checkpoint '" + dir + "'", [&] {
     ParamStore whole(model, mine.dtype(), Device::cpu(), /*with_grads=*/false);

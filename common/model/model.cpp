@@ -76,11 +76,6 @@ Tensor stored_as(const Tensor& p32, DType dtype, MemCategory category) {
   return p;
 }
 
-// t on `device`: itself, or a copy (a Temporary) when it lives elsewhere. Undefined stays undefined.
-Tensor on_device(const Tensor& t, Device device) {
-  return !t.defined() || t.device() == device ? t : t.to(device, MemCategory::Temporary);
-}
-
 std::int64_t activation_bytes_now() { return MemoryTracker::instance().current()[MemCategory::Activation]; }
 
 }  // namespace

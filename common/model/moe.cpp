@@ -27,12 +27,9 @@ Tensor as_f32(const Tensor& t) {
   return out;
 }
 
-// t itself on the CPU; on a GPU a host copy (the routing's decisions and the per-token sums are
-// host code: N·E and N·K·C numbers against the experts' N·K·C·F products on the device).
-Tensor host(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu(), MemCategory::Temporary); }
-
-// A host tensor moved to `device` (itself on the CPU).
-Tensor on(const Tensor& t, Device device) { return device.is_cpu() ? t : t.to(device, MemCategory::Temporary); }
+// The routing's decisions and the per-token sums are host code (N·E and N·K·C numbers against
+// the experts' N·K·C·F products on the device): on a GPU they read host copies.
+Tensor host(const Tensor& t) { return on_device(t, Device::cpu()); }
 
 // Where a result is formed on the host: dst itself on the CPU, a host Temporary like it on a GPU
 // (then store_into copies it over).
@@ -140,7 +137,7 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
       if (pos >= 0) copy_row(hh, a / K, rows, row[a]);
     }
   }
-  rows = on(rows, dev);
+  rows = on_device(rows, dev);
   s.route = ep.route(r.kept);
   const std::int64_t R_in = std::accumulate(s.route.recv_counts.begin(), s.route.recv_counts.end(), std::int64_t{0});
   Tensor received = Tensor::empty({R_in, C}, adt, cat, dev);  // the experts' input: kept as s.x
@@ -228,7 +225,7 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
   // ---- to the experts, their backward, and back ----------------------------------------------
   const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
   Tensor dres = tmp_dev({R_in, C});
-  ep.to_experts(s.route, on(drows, dev), dres);
+  ep.to_experts(s.route, on_device(drows, dev), dres);
   drows = Tensor();
   Tensor dx = tmp_dev({R_in, C});
   for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
@@ -287,7 +284,7 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
     for (std::int64_t e = 0; e < E; ++e) dl[t * E + e] = pt[e] * (dp[static_cast<std::size_t>(e)] - dot);
   }
   Tensor dh_router = tmp_dev({N, C});
-  ops::matmul_backward(on(dlogits, dev), h, w.router, dh_router, w.d_router);
+  ops::matmul_backward(on_device(dlogits, dev), h, w.router, dh_router, w.d_router);
   ops::add_inplace(dh, dh_router);
   s = MoeSaved{};
 }

@@ -31,7 +31,7 @@ void check_args(const char* op, const Tensor& logits, const Tensor& targets) {
             std::string("ops::") + op + ": logits is " + shape_str(logits.shape()) + ", expected [N, V] with N, V >= 1");
   const std::int64_t n = logits.dim(0), v = logits.dim(1);
   check_numel(op, "targets", targets, n);
-  const Tensor host_targets = on_host(targets);
+  const Tensor host_targets = on_device(targets, Device::cpu());
   const std::int32_t* tg = host_targets.data<std::int32_t>();
   for (std::int64_t i = 0; i < n; ++i)
     if (tg[i] < 0 || tg[i] >= v)

@@ -34,7 +34,7 @@ void check_lookup(const char* op, const Tensor& tokens, const char* table_name, 
   USP_CHECK(table.ndim() == 2, std::string("ops::") + op + ": " + table_name + " is " + shape_str(table.shape()) +
                                    ", expected [V, C]");
   check_rows(op, rows_name, rows, tokens.numel(), table.dim(1));
-  check_tokens(op, on_host(tokens).data<std::int32_t>(), tokens.numel(), table.dim(0));
+  check_tokens(op, on_device(tokens, Device::cpu()).data<std::int32_t>(), tokens.numel(), table.dim(0));
 }
 }  // namespace
 

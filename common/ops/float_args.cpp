@@ -73,10 +73,6 @@ void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t
                                 ", expected " + std::to_string(n) + " elements");
 }
 
-Tensor on_host(const Tensor& t) {
-  return t.device().is_cpu() ? t : t.to(Device::cpu(), MemCategory::Temporary);
-}
-
 FloatIn::FloatIn(const Tensor& t) {
   if (t.dtype() == DType::f32) {
     data_ = t.data<float>();

@@ -39,10 +39,6 @@ void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t
 void widen_to_f32(const Tensor& t, float* dst);
 void round_from_f32(const float* src, const Tensor& t);
 
-// t itself when it lives on the CPU, else a host copy (a Temporary): for the few checks that read
-// values (tokens, targets, positions) before a CUDA op runs.
-Tensor on_host(const Tensor& t);
-
 class FloatIn {
  public:
   explicit FloatIn(const Tensor& t);

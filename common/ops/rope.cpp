@@ -31,7 +31,7 @@ void rope_apply(const char* op, Tensor& x, double theta, const Tensor& positions
   if (positions.defined()) {
     check_i32(op, "positions", positions);
     check_numel(op, "positions", positions, t);
-    host_positions = on_host(positions);
+    host_positions = on_device(positions, Device::cpu());
     pos = host_positions.data<std::int32_t>();
     for (std::int64_t p = 0; p < t; ++p)
       USP_CHECK(pos[p] >= 0, std::string("ops::") + op + ": position " + std::to_string(pos[p]) + " at index " +

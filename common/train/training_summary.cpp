@@ -9,23 +9,18 @@ std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const st
   // Tensors have no 64-bit integer type: each value travels as two i32 words (low, high).
   const std::int64_t n = static_cast<std::int64_t>(mine.size());
   Tensor in = Tensor::empty({2 * n}, DType::i32, MemCategory::Temporary);
-  Tensor out = Tensor::empty({comm.size() * 2 * n}, DType::i32, MemCategory::Temporary);
+  // On a communicator of device memory (NCCL, host-staged) the words go through its device.
+  Tensor out = Tensor::empty({comm.size() * 2 * n}, DType::i32, MemCategory::Temporary, comm.device());
   auto* w = in.data<std::int32_t>();
   for (std::int64_t i = 0; i < n; ++i) {
     const auto u = static_cast<std::uint64_t>(mine[static_cast<std::size_t>(i)]);
     w[2 * i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(u));
     w[2 * i + 1] = static_cast<std::int32_t>(static_cast<std::uint32_t>(u >> 32));
   }
-  if (comm.device().is_cpu()) {
-    comm.all_gather(in, out);
-  } else {  // a communicator of device memory (NCCL, host-staged): the words go through its device
-    Tensor in_dev = in.to(comm.device(), MemCategory::Temporary);
-    Tensor out_dev = Tensor::empty(out.shape(), DType::i32, MemCategory::Temporary, comm.device());
-    comm.all_gather(in_dev, out_dev);
-    out.copy_from(out_dev);
-  }
+  comm.all_gather(on_device(in, comm.device()), out);
+  const Tensor got = on_device(out, Device::cpu());
   std::vector<std::vector<std::int64_t>> all(static_cast<std::size_t>(comm.size()));
-  const auto* r = out.data<std::int32_t>();
+  const auto* r = got.data<std::int32_t>();
   for (int k = 0; k < comm.size(); ++k) {
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t at = 2 * (k * n + i);

@@ -35,8 +35,8 @@ ExpertRoute AllToAllExperts::route(const std::vector<std::int64_t>& counts) {
   Tensor mine = Tensor::empty({experts_}, DType::i32, MemCategory::CommBuffer);
   for (std::int64_t e = 0; e < experts_; ++e) mine.data<std::int32_t>()[e] = static_cast<std::int32_t>(counts[static_cast<std::size_t>(e)]);
   Tensor theirs = Tensor::empty({experts_}, DType::i32, MemCategory::CommBuffer, ep_.device());
-  ep_.all_to_all(ep_.device().is_cpu() ? mine : mine.to(ep_.device(), MemCategory::CommBuffer), theirs);
-  if (!ep_.device().is_cpu()) theirs = theirs.to(Device::cpu(), MemCategory::CommBuffer);
+  ep_.all_to_all(on_device(mine, ep_.device(), MemCategory::CommBuffer), theirs);
+  theirs = on_device(theirs, Device::cpu(), MemCategory::CommBuffer);
   ExpertRoute r;
   r.send_counts.assign(static_cast<std::size_t>(ep), 0);
   r.recv_counts.assign(static_cast<std::size_t>(ep), 0);
