@@ -128,7 +128,9 @@ Cli& Cli::add_flag(const std::string& name, const std::string& help) {
 
 Cli& Cli::add_common(const std::string& default_out) {
   add_int("seed", 1234, "seed of every random number (weights, data)", 0);
-  add_string("device", "auto", "auto | cpu | cuda | cuda:N (auto: a GPU per rank if one is visible)");
+  add_string("device", "auto",
+             "auto | cpu | cuda | cuda:N | cpu:1 (auto: a GPU per rank if one is visible; cpu:1: the emulated "
+             "device, host memory under another name, for checking what a GPU run puts where)");
   add_choice("backend", "auto", {"auto", "mpi", "nccl", "host-staged"},
              "communication backend for device tensors");
   add_string("out", default_out, "directory for summary.json, CSVs and traces");

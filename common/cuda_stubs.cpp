@@ -28,6 +28,7 @@ void zero(void*, std::size_t) { no_cuda("zero"); }
 void synchronize() { no_cuda("synchronize"); }
 void synchronize_compute() { no_cuda("synchronize_compute"); }
 std::int64_t bytes_in_use() { return -1; }
+std::int64_t pool_bytes_held() { return -1; }
 const char* device_name() { return "none"; }
 std::array<unsigned char, 16> device_uuid(int) { no_cuda("device_uuid"); }
 

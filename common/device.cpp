@@ -17,6 +17,7 @@ int cuda_device_count() { return cuda::device_count(); }
 
 Device parse_device(const std::string& text, int local_rank) {
   if (text == "cpu") return Device::cpu();
+  if (text == "cpu:1") return Device::emulated();
   if (text == "auto") {
     const int n = cuda_device_count();
     return n > 0 ? Device::cuda(local_rank % n) : Device::cpu();
@@ -41,7 +42,7 @@ Device parse_device(const std::string& text, int local_rank) {
     }
     return Device::cuda(index);
   }
-  throw UsageError("--device must be auto, cpu, cuda or cuda:N, got '" + text + "'");
+  throw UsageError("--device must be auto, cpu, cuda, cuda:N or cpu:1 (the emulated device), got '" + text + "'");
 }
 
 void synchronize(Device device) {

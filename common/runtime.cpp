@@ -130,10 +130,19 @@ bool Runtime::ranks_share_gpu(Device device) {
 }
 
 std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend backend) {
-  if (device.is_cpu()) {
+  if (device == Device::cpu()) {
     if (backend == CommBackend::nccl || backend == CommBackend::host_staged)
       throw UsageError("--backend nccl and host-staged serve CUDA tensors; with --device cpu use mpi or auto");
     return world_->split(0, rank_);
+  }
+  if (device.is_emulated()) {  // through host copies, as ranks sharing a GPU
+    if (backend == CommBackend::nccl || backend == CommBackend::mpi)
+      throw UsageError("--device " + device.str() + " (the emulated device) talks host-staged; use --backend auto");
+#if defined(USP_HAVE_MPI)
+    return make_host_staged(world_->split(0, rank_), device);
+#else
+    return make_self_communicator(device);  // no MPI: one rank
+#endif
   }
   [[maybe_unused]] const bool own_gpu = !ranks_share_gpu(device);
   if (backend == CommBackend::automatic) {
@@ -165,6 +174,12 @@ std::unique_ptr<Communicator> Runtime::make_world(Device device, CommBackend bac
     case CommBackend::automatic: break;
   }
   throw Error("make_world: unreachable");
+}
+
+std::unique_ptr<Communicator> Runtime::device_world(Device device, CommBackend backend) {
+  std::unique_ptr<Communicator> comm;
+  if (device != Device::cpu()) agree([&] { comm = make_world(device, backend); });
+  return comm;
 }
 
 void Runtime::agree(const std::function<void()>& step) { agree_on(*world_, step); }

@@ -53,6 +53,10 @@ class Runtime {
   // A world communicator for tensors on `device` (NCCL, host-staged MPI, or the CPU world's
   // backend); collective. Throws UsageError if the backend cannot serve the device.
   std::unique_ptr<Communicator> make_world(Device device, CommBackend backend = CommBackend::automatic);
+  // What a chapter's tensors travel over on `device`: null on the CPU (world() serves them),
+  // else make_world(device, backend) agreed on by every rank (a refused backend stops the job
+  // once, as agree does). Every device but the CPU, the emulated cpu:1 included, gets its own.
+  std::unique_ptr<Communicator> device_world(Device device, CommBackend backend);
 
   // Agreement points (collective: every rank calls them in the same order).
   // parse: returns false after --help was printed (by rank 0); throws CollectiveExit{2} after

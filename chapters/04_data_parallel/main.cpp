@@ -162,8 +162,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // The gradients' communicator: the CPU world itself on CPU ranks; on GPUs one for CUDA tensors
   // (NCCL with a GPU per rank, MPI through host memory when ranks share one; --backend), beside
   // the world that still carries the CPU-side summaries.
-  std::unique_ptr<Communicator> device_comm;
-  if (tc.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(tc.device, tc.backend); });
+  const std::unique_ptr<Communicator> device_comm = rt.device_world(tc.device, tc.backend);
   Communicator& grads = device_comm ? *device_comm : rt.world();
 
   // The baseline first, on rank 0 alone; the variants' memory peaks are taken afterwards.

@@ -109,8 +109,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
   // The stages' own communicator: the world on CPU ranks; on GPUs one for CUDA tensors (NCCL with a
   // GPU per rank, MPI through host memory when ranks share one; --backend).
-  std::unique_ptr<Communicator> device_comm;
-  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
   Communicator& stages_comm = device_comm ? *device_comm : rt.world();
   make_dirs(out);
   std::vector<StageResult> results;

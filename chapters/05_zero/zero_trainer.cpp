@@ -249,10 +249,11 @@ void ZeroTrainer::optimizer_step() {
 namespace {
 
 // Gathers equal shards [S] of a buffer of n real elements from every rank; appends the n to out.
-// comm serves CPU tensors: a shard on a GPU travels through a host copy.
+// The shard travels on comm's device (a copy there when it lives elsewhere: a GPU's shard over the
+// CPU world).
 void gather_shards(Communicator& comm, const Tensor& shard, std::int64_t n, std::vector<float>& out) {
-  const Tensor mine = shard.device().is_cuda() ? shard.to(Device::cpu(), MemCategory::Temporary) : shard;
-  Tensor all = Tensor::empty({shard.numel() * comm.size()}, shard.dtype(), MemCategory::Temporary);
+  const Tensor mine = on_device(shard, comm.device());
+  Tensor all = Tensor::empty({shard.numel() * comm.size()}, shard.dtype(), MemCategory::Temporary, comm.device());
   comm.all_gather(mine, all);
   const std::vector<float> values = all.slice(0, n).to_floats();
   out.insert(out.end(), values.begin(), values.end());

@@ -31,8 +31,11 @@
 // Shapes (C = hidden = the stream's width; n = N, or N/t with sequence parallelism):
 //   column block: x [n, C], w[i] [out_i/t, C] -> y[i] [N, out_i/t]
 //   row block:    x [N, in/t], w [C, in/t]    -> y [n, C]
-// Tensors may be f32 or bf16 (the activation dtype); gradients dx, dy are f32. Buffers for the
-// communication are MemCategory::Temporary (or CommBuffer); allocate nothing else.
+// Tensors may be f32 or bf16 (the activation dtype); gradients dx, dy are f32. Every tensor of a
+// call lives on the group's device (comm.device(): the CPU, a GPU, or the emulated cpu:1), and so
+// must anything you allocate: Tensor::empty's device defaults to the CPU, and a CPU buffer handed
+// to a GPU's communicator or op stops the run. Buffers for the communication are
+// MemCategory::Temporary (or CommBuffer); allocate nothing else.
 #pragma once
 #include <vector>
 

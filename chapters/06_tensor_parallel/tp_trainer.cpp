@@ -7,7 +7,7 @@ namespace usp::ch06 {
 
 TpTrainer::TpTrainer(Communicator& world, const TrainingConfig& cfg, TpLayout layout) : layout_(layout) {
   check_tp_layout(layout_, world.size(), cfg.model, cfg.mbs, cfg.seq);
-  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+  USP_CHECK(world.device() == cfg.device,
             "TpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
                 " (a GPU needs a device communicator: Runtime::make_world)");
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), layout_.mesh_sizes()));

@@ -23,6 +23,10 @@
 
 namespace usp::ch06 {
 
+// Host memory: logits and targets are read on the host (the CPU, or the emulated device cpu:1;
+// a GPU's logits take vocab_parallel_loss_cuda.hpp instead), and the tensors you hand to tp must
+// live on tp.device(), as lse must on logits.device() (Tensor::empty's device defaults to cpu).
+//
 // logits [N, V_r] (f32 or bf16; columns [vocab_begin, vocab_begin + V_r) of the full logits),
 // targets [N] i32 (token ids of the FULL vocabulary, V = V_r · tp.size()) ->
 // returns the mean loss over the N rows (the same value on every rank; accumulate in double),

@@ -50,13 +50,13 @@ std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q,
                                     MemCategory category) {
   MemoryTracker& tracker = MemoryTracker::instance();
   {
-    Tensor out = Tensor::empty(q.shape(), q.dtype()), saved;
+    Tensor out = Tensor::empty(q.shape(), q.dtype(), MemCategory::Temporary, q.device()), saved;
     attention.attention_forward(q, k, v, out, saved);
   }
   // A collective's buffers are let go by the communicator's progress thread just after the op
   // completes; an op queued behind them (this barrier) completes only once they are gone.
   attention.comm().barrier();
-  Tensor out = Tensor::empty(q.shape(), q.dtype()), saved;
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), MemCategory::Temporary, q.device()), saved;
   const std::int64_t before = tracker.current()[category];
   tracker.reset_peak();
   attention.attention_forward(q, k, v, out, saved);

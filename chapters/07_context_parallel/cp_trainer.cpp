@@ -54,7 +54,7 @@ Batch local_tokens(const Batch& batch, const std::vector<std::int32_t>& position
 
 CpTrainer::CpTrainer(Communicator& world, const TrainingConfig& cfg, CpLayout layout) : layout_(layout) {
   check_cp_layout(layout_, world.size(), cfg.model, cfg.seq);
-  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+  USP_CHECK(world.device() == cfg.device,
             "CpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
                 " (a GPU needs a device communicator: Runtime::make_world)");
   mesh_ = std::make_unique<Mesh>(

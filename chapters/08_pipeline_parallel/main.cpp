@@ -245,8 +245,7 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
   // Activations and gradients travel over the CPU world on CPU ranks; on GPUs over a communicator
   // for CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
   // --backend), which the mesh splits into the pipeline and dp groups.
-  std::unique_ptr<Communicator> device_comm;
-  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
   Communicator& tensors = device_comm ? *device_comm : rt.world();
   if (rt.is_root())
     std::cout << "\n4. The executor on " << rt.size() << (cfg.device.is_cuda() ? " GPUs" : " ranks") << ": " << cfg.model.str() << ", seq " << cfg.seq

@@ -37,7 +37,7 @@ double share_loss(Communicator& comm, int root, double local) {
 PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout layout) : layout_(layout) {
   check_pp_layout(layout_, world.size(), cfg.model);
   cfg_device_ = cfg.device;
-  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+  USP_CHECK(world.device() == cfg.device,
             "PpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
                 " (a GPU needs a device communicator: Runtime::make_world)");
   schedule_ = make_schedule(layout_.schedule, layout_.pp, layout_.m, layout_.v);

@@ -116,8 +116,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // The variants' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
   // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
   // --backend), which the mesh splits into the ep and dp groups.
-  std::unique_ptr<Communicator> device_comm;
-  if (cfg.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(cfg.device, cfg.backend); });
+  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
   Communicator& tensors = device_comm ? *device_comm : rt.world();
   make_dirs(out);
   std::vector<EpResult> results;

@@ -137,8 +137,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // The layouts' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
   // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
   // --backend), which each trainer's mesh splits into its groups.
-  std::unique_ptr<Communicator> device_comm;
-  if (in.config.device.is_cuda()) rt.agree([&] { device_comm = rt.make_world(in.config.device, in.config.backend); });
+  const std::unique_ptr<Communicator> device_comm = rt.device_world(in.config.device, in.config.backend);
   Communicator& tensors = device_comm ? *device_comm : rt.world();
   if (rt.is_root())
     std::cout << "1. One trainer for every layout, on " << W << (in.config.device.is_cuda() ? " GPU(s)" : " rank(s)")

@@ -9,7 +9,7 @@ namespace usp::ch10 {
 
 Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d layout) : layout_(layout) {
   check_layout_5d(layout_, world.size(), cfg.model, cfg.seq);
-  USP_CHECK(world.device().is_cuda() == cfg.device.is_cuda(),
+  USP_CHECK(world.device() == cfg.device,
             "Trainer5d: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
                 " (a GPU needs a device communicator: Runtime::make_world)");
   schedule_ = ch08::make_schedule(layout_.schedule, layout_.pp, layout_.m, ch08::chunks_of(layout_.schedule, layout_.v));

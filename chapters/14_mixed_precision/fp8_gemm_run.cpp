@@ -64,7 +64,9 @@ Fp8GemmRun run_fp8_gemm(int M, int N, int K, int reps, bool check) {
   float sx = 0, sw = 0;
   quantize_tiles(x.data(), gx, DType::e4m3, qx.data<std::uint8_t>(), &sx);
   quantize_tiles(w.data(), gw, DType::e4m3, qw.data<std::uint8_t>(), &sw);
-  const Tensor scales = Tensor::from_floats({sx, sw}, {2}).to(gpu);
+  // One tensor per scale: cuBLASLt refused the product with scale_b 4 bytes into scale_a's
+  // allocation (fp8_gemm.hpp).
+  const Tensor scale_x = Tensor::from_floats({sx}, {1}).to(gpu), scale_w = Tensor::from_floats({sw}, {1}).to(gpu);
   const Tensor qx_d = qx.to(gpu), qw_d = qw.to(gpu);
   // The same operands in bf16.
   const Tensor bx = Tensor::from_floats(x, {M, K}, DType::bf16), bw = Tensor::from_floats(w, {N, K}, DType::bf16);
@@ -72,8 +74,8 @@ Fp8GemmRun run_fp8_gemm(int M, int N, int K, int reps, bool check) {
   Tensor y8 = Tensor::empty({M, N}, DType::bf16, MemCategory::Temporary, gpu);
   Tensor y16 = Tensor::empty({M, N}, DType::bf16, MemCategory::Temporary, gpu);
 
-  const fp8::Fp8Gemm g8{M, N, K, qx_d.data<std::uint8_t>(), qw_d.data<std::uint8_t>(), scales.data<float>(),
-                        scales.data<float>() + 1, y8.data<std::uint16_t>()};
+  const fp8::Fp8Gemm g8{M, N, K, qx_d.data<std::uint8_t>(), qw_d.data<std::uint8_t>(), scale_x.data<float>(),
+                        scale_w.data<float>(), y8.data<std::uint16_t>()};
   const fp8::Bf16Gemm g16{M, N, K, bx_d.data<std::uint16_t>(), bw_d.data<std::uint16_t>(), y16.data<std::uint16_t>()};
   fp8::cublaslt_fp8_gemm(g8);
   fp8::cublas_bf16_gemm(g16);

@@ -15,9 +15,10 @@ std::unique_ptr<Communicator> make_self_communicator(Device device);
 std::unique_ptr<Communicator> make_mpi_world();
 #endif
 
-#if defined(USP_HAVE_CUDA) && defined(USP_HAVE_MPI)
-// CUDA tensors through host memory: each op copies to a host staging buffer (CommBuffer
-// category), runs on `cpu_comm`'s ranks over MPI, and copies back. Works when ranks share a GPU.
+#if defined(USP_HAVE_MPI)
+// CUDA tensors (or the emulated device's, Device::emulated()) through host memory: each op copies
+// to a host staging buffer (CommBuffer category), runs on `cpu_comm`'s ranks over MPI, and copies
+// back. Works when ranks share a GPU.
 std::unique_ptr<Communicator> make_host_staged(std::unique_ptr<Communicator> cpu_comm, Device device);
 #endif
 

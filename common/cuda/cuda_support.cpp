@@ -122,18 +122,35 @@ void zero(void* ptr, std::size_t bytes) {
 void synchronize() { USP_CUDA_CHECK(cudaDeviceSynchronize()); }
 void synchronize_compute() { USP_CUDA_CHECK(cudaStreamSynchronize(compute_stream())); }
 
+namespace {
+
+// The current device's pool with the blocks it keeps for reuse handed back (null without one).
+// Frees are stream-ordered and the pool keeps what it frees: let the compute stream reach the
+// frees issued so far, then trim, so what is left counts live allocations only. (The legacy
+// stream does not wait for the non-blocking NCCL streams.)
+cudaMemPool_t trimmed_pool(int device) {
+  if (!uses_memory_pool(device)) return nullptr;
+  USP_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+  cudaMemPool_t pool = nullptr;
+  USP_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  USP_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
+  return pool;
+}
+
+}  // namespace
+
+std::int64_t pool_bytes_held() {
+  if (device_count() == 0) return -1;
+  cudaMemPool_t pool = trimmed_pool(current_device());
+  if (pool == nullptr) return -1;
+  std::uint64_t reserved = 0;
+  USP_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  return static_cast<std::int64_t>(reserved);
+}
+
 std::int64_t bytes_in_use() {
   if (device_count() == 0) return -1;  // nothing to measure: same answer as a CPU-only build
-  const int device = current_device();
-  if (uses_memory_pool(device)) {
-    // Frees are stream-ordered and the pool keeps what it frees: let the compute stream reach
-    // the frees issued so far, then hand the unused blocks back, so the driver's figure counts
-    // live allocations only. (The legacy stream does not wait for the non-blocking NCCL streams.)
-    USP_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
-    cudaMemPool_t pool = nullptr;
-    USP_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-    USP_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
-  }
+  trimmed_pool(current_device());
   std::size_t free_bytes = 0, total_bytes = 0;
   USP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   return static_cast<std::int64_t>(total_bytes - free_bytes);

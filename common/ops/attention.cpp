@@ -107,8 +107,9 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
   const bool probs_f32 = check_probs(op, probs, dm);
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
   const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&q, &k, &v, &out, &probs});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&q, &k, &v, &out, &probs})) {
+  if (on_gpu) {
     cuda_path::attention_forward(q, k, v, out, probs);
     add_flops(4 * dm.b * dm.h * T * T * D);
     return;
@@ -156,8 +157,9 @@ void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& 
                 shape_str(probs.shape()) + " (expected [B, T, G, D] with G dividing H)");
   check_shape(op, "out", out, {dm.b, dm.t, dm.h, dm.d});
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&probs, &v, &out});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&probs, &v, &out})) {
+  if (on_gpu) {
     cuda_path::attention_forward_from_probs(probs, v, out);
     add_flops(2 * dm.b * dm.h * T * T * D);
     return;
@@ -192,8 +194,9 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
   const bool probs_f32 = check_probs(op, probs, dm);
   const std::int64_t T = dm.t, D = dm.d, HD = dm.h * D, GD = dm.g * D;
   const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&dout, &q, &k, &v, &probs, &dq, &dk, &dv});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&dout, &q, &k, &v, &probs, &dq, &dk, &dv})) {
+  if (on_gpu) {
     cuda_path::attention_backward(dout, q, k, v, probs, dq, dk, dv);
     add_flops((probs.defined() ? 8 : 10) * dm.b * dm.h * T * T * D);
     return;

@@ -79,8 +79,9 @@ void attention_block_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   USP_CHECK(lse.dtype() == DType::f32, std::string("ops::") + op + ": lse must be f32");
   check_shape(op, "lse", lse, {m.b, m.h, m.tq});
   add_flops(2 * 2 * m.b * m.h * m.tq * m.tk * m.d);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&q, &k, &v, &q_pos, &k_pos, &out, &lse});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&q, &k, &v, &q_pos, &k_pos, &out, &lse})) {
+  if (on_gpu) {
     cuda_path::attention_block_forward(q, k, v, q_pos, k_pos, out, lse);
     return;
   }
@@ -138,8 +139,9 @@ void attention_block_backward(const Tensor& dout, const Tensor& dlse, const Tens
   check_shape(op, "dk", dk, k.shape());
   check_shape(op, "dv", dv, k.shape());
   add_flops(5 * 2 * m.b * m.h * m.tq * m.tk * m.d);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&dout, &dlse, &q, &k, &v, &q_pos, &k_pos, &out, &lse, &dq, &dk, &dv});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&dout, &dlse, &q, &k, &v, &q_pos, &k_pos, &out, &lse, &dq, &dk, &dv})) {
+  if (on_gpu) {
     cuda_path::attention_block_backward(dout, dlse, q, k, v, q_pos, k_pos, out, lse, dq, dk, dv);
     return;
   }

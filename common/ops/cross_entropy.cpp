@@ -64,8 +64,9 @@ USP_SIMD_CLONES void scaled_softmax_row(const float* x, float* d, float k, std::
 double cross_entropy_forward(const Tensor& logits, const Tensor& targets) {
   const char* op = "cross_entropy_forward";
   check_args(op, logits, targets);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&logits, &targets});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&logits, &targets})) return cuda_path::cross_entropy_forward(logits, targets);
+  if (on_gpu) return cuda_path::cross_entropy_forward(logits, targets);
 #endif
   const std::int64_t n = logits.dim(0), v = logits.dim(1);
   FloatIn lf(logits);
@@ -86,8 +87,9 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, Tensor&
   check_args(op, logits, targets);
   check_float(op, "dlogits", dlogits);
   check_shape(op, "dlogits", dlogits, logits.shape());
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&logits, &targets, &dlogits});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&logits, &targets, &dlogits})) {
+  if (on_gpu) {
     cuda_path::cross_entropy_backward(logits, targets, dlogits, scale);
     return;
   }

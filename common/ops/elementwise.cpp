@@ -16,8 +16,9 @@ void add_inplace(Tensor& y, const Tensor& x) {
   check_float(op, "y", y);
   check_float(op, "x", x);
   check_numel(op, "x", x, y.numel());
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&y, &x});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&y, &x})) {
+  if (on_gpu) {
     cuda_path::add_inplace(y, x);
     return;
   }
@@ -34,8 +35,9 @@ void add_inplace(Tensor& y, const Tensor& x) {
 void scale_inplace(Tensor& y, float s) {
   const char* op = "scale_inplace";
   check_float(op, "y", y);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&y});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&y})) {
+  if (on_gpu) {
     cuda_path::scale_inplace(y, s);
     return;
   }

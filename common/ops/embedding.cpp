@@ -41,8 +41,9 @@ void check_lookup(const char* op, const Tensor& tokens, const char* table_name, 
 void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) {
   const char* op = "embedding_forward";
   check_lookup(op, tokens, "table", table, "out", out);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&tokens, &table, &out});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&tokens, &table, &out})) {
+  if (on_gpu) {
     cuda_path::embedding_forward(tokens, table, out);
     return;
   }
@@ -72,8 +73,9 @@ void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) {
 void embedding_backward(const Tensor& tokens, const Tensor& dout, Tensor& dtable) {
   const char* op = "embedding_backward";
   check_lookup(op, tokens, "dtable", dtable, "dout", dout);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&tokens, &dout, &dtable});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&tokens, &dout, &dtable})) {
+  if (on_gpu) {
     cuda_path::embedding_backward(tokens, dout, dtable);
     return;
   }

@@ -27,8 +27,9 @@ void matmul_forward(const Tensor& x, const Tensor& w, Tensor& y) {
   const std::int64_t n = x.numel() / in;
   check_rows(op, "y", y, n, out);
 
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&x, &w, &y});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&x, &w, &y})) {
+  if (on_gpu) {
     cuda_path::matmul_forward(x, w, y, n, out, in);
     add_flops(2 * n * out * in);
     return;
@@ -62,8 +63,9 @@ void matmul_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor&
     check_shape(op, "dw", dw, w.shape());
   }
 
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&dy, &x, &w, &dx, &dw});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&dy, &x, &w, &dx, &dw})) {
+  if (on_gpu) {
     cuda_path::matmul_backward(dy, x, w, dx, dw, accumulate_dx, n, out, in);
     add_flops((dx.defined() ? 2 : 0) * n * out * in + (dw.defined() ? 2 : 0) * n * out * in);
     return;

@@ -33,8 +33,9 @@ void rmsnorm_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& rstd, 
   USP_CHECK(rstd.defined() && rstd.dtype() == DType::f32,
             std::string("ops::rmsnorm_forward: rstd must be a defined f32 tensor"));
   check_numel(op, "rstd", rstd, n);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&x, &w, &y, &rstd});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&x, &w, &y, &rstd})) {
+  if (on_gpu) {
     cuda_path::rmsnorm_forward(x, w, y, rstd, eps);
     return;
   }
@@ -76,8 +77,9 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
   USP_CHECK(rstd.defined() && rstd.dtype() == DType::f32,
             std::string("ops::rmsnorm_backward: rstd must be a defined f32 tensor"));
   check_numel(op, "rstd", rstd, n);
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&dy, &x, &w, &rstd, &dx_acc, &dw});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&dy, &x, &w, &rstd, &dx_acc, &dw})) {
+  if (on_gpu) {
     cuda_path::rmsnorm_backward(dy, x, w, rstd, dx_acc, dw);
     return;
   }

@@ -50,8 +50,9 @@ void rope_apply(const char* op, Tensor& x, double theta, const Tensor& positions
       sin_t[p * half + i] = static_cast<float>(std::sin(angle));
     }
   }
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&x, &positions});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&x, &positions})) return cuda_path::rope(x, table, inverse);
+  if (on_gpu) return cuda_path::rope(x, table, inverse);
 #endif
   // The transpose of a rotation by +angle is the rotation by -angle.
   const float sign = inverse ? -1.0f : 1.0f;

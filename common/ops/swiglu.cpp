@@ -45,8 +45,9 @@ void swiglu_forward(const Tensor& g, const Tensor& u, Tensor& z) {
   check_float(op, "z", z);
   check_shape(op, "u", u, g.shape());
   check_shape(op, "z", z, g.shape());
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&g, &u, &z});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&g, &u, &z})) {
+  if (on_gpu) {
     cuda_path::swiglu_forward(g, u, z);
     return;
   }
@@ -65,8 +66,9 @@ void swiglu_backward(const Tensor& dz, const Tensor& g, const Tensor& u, Tensor&
     check_float(op, name, *t);
     check_shape(op, name, *t, g.shape());
   }
+  [[maybe_unused]] const bool on_gpu = on_cuda(op, {&dz, &g, &u, &dg, &du});  // checked in every build
 #if defined(USP_HAVE_CUDA)
-  if (on_cuda(op, {&dz, &g, &u, &dg, &du})) {
+  if (on_gpu) {
     cuda_path::swiglu_backward(dz, g, u, dg, du);
     return;
   }

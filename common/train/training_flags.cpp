@@ -40,9 +40,9 @@ void add_moe_flags(Cli& cli, const MoeDefaults& d) {
 
 void require_cpu_training(const Cli& cli) {
   const std::string& device = cli.get_string("device");
-  if (device != "auto" && parse_device(device).is_cuda())
+  if (device != "auto" && parse_device(device) != Device::cpu())
     throw UsageError("--device " + device +
-                     ": this chapter trains on CPU ranks only (its parallel layout has no CUDA path yet); "
+                     ": this chapter trains on CPU ranks only (its parallel layout has no device path yet); "
                      "use --device cpu or leave it at auto");
   const std::string& backend = cli.get_string("backend");
   if (backend != "auto" && backend != "mpi")
@@ -79,9 +79,12 @@ TrainingConfig training_config_from(const Cli& cli, TrainingDevices devices, int
                        ": this chapter runs one rank and no collective on tensors; leave --backend at auto");
     s.backend = parse_comm_backend(backend);
     const bool cuda_backend = s.backend == CommBackend::nccl || s.backend == CommBackend::host_staged;
-    if (s.device.is_cpu() && cuda_backend)
+    if (s.device == Device::cpu() && cuda_backend)
       throw UsageError("--backend " + backend + " serves CUDA tensors; with --device " + s.device.str() +
                        " use mpi or auto");
+    if (s.device.is_emulated() && s.backend != CommBackend::automatic)
+      throw UsageError("--backend " + backend + ": the emulated device (--device " + s.device.str() +
+                       ") always talks host-staged; leave --backend at auto");
     if (s.device.is_cuda() && s.backend == CommBackend::mpi)
       throw UsageError("--backend mpi serves CPU tensors; with --device " + s.device.str() +
                        " use nccl, host-staged or auto");

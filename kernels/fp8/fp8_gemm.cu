@@ -87,7 +87,7 @@ bool fp8_supported() {
 
 void cublaslt_fp8_gemm(const Fp8Gemm& g) {
   if (!fp8_supported()) throw Error("cublaslt_fp8_gemm: this GPU has no FP8 tensor cores (compute capability < 8.9)");
-  check_shape("cublaslt_fp8_gemm", g.M, g.N, g.K);
+  check_fp8_gemm(g);
   Desc desc;
   cublas_check(cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;

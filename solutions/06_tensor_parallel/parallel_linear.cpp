@@ -13,7 +13,7 @@ namespace {
 Tensor gather_rows(const TpGroup& group, const Tensor& x) {
   if (!group.sequence_parallel) return x;
   const std::int64_t t = group.comm.size();
-  Tensor full = Tensor::empty({x.dim(0) * t, x.dim(1)}, x.dtype(), MemCategory::Temporary);
+  Tensor full = Tensor::empty({x.dim(0) * t, x.dim(1)}, x.dtype(), MemCategory::Temporary, x.device());
   group.comm.all_gather(x, full);
   return full;
 }
@@ -43,7 +43,9 @@ void column_parallel_backward(const TpGroup& group, const std::vector<Tensor>& d
   const Tensor xf = gather_rows(group, x);
   // This rank's term of the input gradient, Σ_i dy[i]·w[i] [N, C]: the last weight first, as the
   // single-device decoder does, each weight's dw on the way.
-  Tensor dxf = group.sequence_parallel ? Tensor::empty({xf.dim(0), xf.dim(1)}, DType::f32, MemCategory::Temporary) : dx;
+  Tensor dxf = group.sequence_parallel
+                   ? Tensor::empty({xf.dim(0), xf.dim(1)}, DType::f32, MemCategory::Temporary, dx.device())
+                   : dx;
   for (std::size_t i = w.size(); i-- > 0;)
     ops::matmul_backward(dy[i], xf, w[i], dxf, dw[i], /*accumulate_dx=*/i + 1 != w.size());
   // f backward: every rank holds one term of the sum; add them (and keep my rows under SP).
@@ -57,7 +59,7 @@ void row_parallel_forward(const TpGroup& group, const Tensor& x, const Tensor& w
     sum_rows(group, y, y);
     return;
   }
-  Tensor partial = Tensor::empty({x.dim(0), w.dim(0)}, y.dtype(), MemCategory::Temporary);
+  Tensor partial = Tensor::empty({x.dim(0), w.dim(0)}, y.dtype(), MemCategory::Temporary, y.device());
   ops::matmul_forward(x, w, partial);
   sum_rows(group, partial, y);
 }

@@ -34,7 +34,7 @@ double vocab_parallel_cross_entropy(Communicator& tp, const Tensor& logits, cons
                   " is outside the vocabulary [0, " + std::to_string(V) + ")");
 
   // 1. Each row's max over the whole vocabulary.
-  Tensor row_max = Tensor::empty({N}, DType::f32, MemCategory::Temporary);
+  Tensor row_max = Tensor::empty({N}, DType::f32, MemCategory::Temporary, tp.device());
   float* m = row_max.data<float>();
   std::vector<float> row;
   for (std::int64_t n = 0; n < N; ++n) {
@@ -46,8 +46,8 @@ double vocab_parallel_cross_entropy(Communicator& tp, const Tensor& logits, cons
 
   // 2. Σ exp(z - m) over my columns, summed over the group; 3. the target's logit (0 unless I
   // hold its column), summed over the group.
-  Tensor sum_exp = Tensor::empty({N}, DType::f32, MemCategory::Temporary);
-  Tensor target_logit = Tensor::empty({N}, DType::f32, MemCategory::Temporary);
+  Tensor sum_exp = Tensor::empty({N}, DType::f32, MemCategory::Temporary, tp.device());
+  Tensor target_logit = Tensor::empty({N}, DType::f32, MemCategory::Temporary, tp.device());
   float* s = sum_exp.data<float>();
   float* zt = target_logit.data<float>();
   for (std::int64_t n = 0; n < N; ++n) {
@@ -62,7 +62,7 @@ double vocab_parallel_cross_entropy(Communicator& tp, const Tensor& logits, cons
   tp.all_reduce(target_logit);
 
   // lse_n = m_n + log s_n; the loss is the mean of lse_n - z_n,target.
-  lse = Tensor::empty({N}, DType::f32, MemCategory::Activation);
+  lse = Tensor::empty({N}, DType::f32, MemCategory::Activation, logits.device());
   float* l = lse.data<float>();
   double total = 0.0;
   for (std::int64_t n = 0; n < N; ++n) {

@@ -463,19 +463,18 @@ TEST_CASE("the vocabulary-parallel cross-entropy on GPUs equals exercise 06.2's 
                     Catch::Contains("target 40 at row 2 is outside the vocabulary [0, 40)"));
 }
 
-TEST_CASE("TP, TP+SP and DP × TP on GPUs over the device communicator train like the CPU baseline",
+TEST_CASE("TP, TP+SP and DP × TP on a device (GPUs, else the emulated cpu:1) train like the CPU baseline",
           "[ch06][mpi][gpu]") {
-  const auto gpus = testing::gpu_ranks();
-  if (!gpus) return;
+  const auto gpus = testing::device_ranks();
   Communicator& w = world();
   auto metrics = w.split(0, w.rank());
   TrainingConfig cfg = tp_training();
   const auto data = make_dataset("synthetic", cfg.seed);
-  const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
+  const TrainingConfig gpu_cfg = gpus.on_gpu(cfg);
   for (const TpLayout& layout : layouts_for(w.size())) {
-    INFO(layout.label() << " on " << gpus->where() << ", rank " << w.rank());
+    INFO(layout.label() << " on " << gpus.where() << ", rank " << w.rank());
     const testing::Run base = testing::baseline(cfg, *data, layout.dp);  // on the CPU
-    const testing::Run got = tp_run(*gpus->tensors, *metrics, gpu_cfg, *data, layout, 1);
+    const testing::Run got = tp_run(*gpus.tensors, *metrics, gpu_cfg, *data, layout, 1);
     testing::check_losses_follow(got.losses, base.losses);
     // The weights as the CPU layouts above (lr/30: a thirtieth of one update).
     CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");

@@ -78,19 +78,18 @@ testing::Run cp_run(Communicator& w, Communicator& metrics, const TrainingConfig
 
 // ---- training = the single-rank baseline ------------------------------------------------------------
 
-TEST_CASE("every CP attention and layout on GPUs over the device communicator trains like the CPU baseline",
+TEST_CASE("every CP attention and layout on a device (GPUs, else the emulated cpu:1) trains like the CPU baseline",
           "[ch07][mpi][gpu]") {
-  const auto gpus = testing::gpu_ranks();
-  if (!gpus) return;
+  const auto gpus = testing::device_ranks();
   Communicator& w = world();
   auto metrics = w.split(0, w.rank());
   const TrainingConfig cfg = cp_training();
-  const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
+  const TrainingConfig gpu_cfg = gpus.on_gpu(cfg);
   const auto data = make_dataset("synthetic", cfg.seed);
   for (const CpLayout& layout : layouts_for(w.size())) {
-    INFO(layout.label() << " on " << gpus->where() << ", rank " << w.rank());
+    INFO(layout.label() << " on " << gpus.where() << ", rank " << w.rank());
     const testing::Run base = testing::baseline(cfg, *data, layout.dp);  // on the CPU
-    const testing::Run got = cp_run(*gpus->tensors, *metrics, gpu_cfg, *data, layout, 1);
+    const testing::Run got = cp_run(*gpus.tensors, *metrics, gpu_cfg, *data, layout, 1);
     testing::check_losses_follow(got.losses, base.losses);
     // The weights within lr/30 (a thirtieth of one update) as above.
     CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");

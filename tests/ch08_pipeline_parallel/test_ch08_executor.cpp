@@ -187,17 +187,17 @@ TEST_CASE("the bytes each pipeline rank sends are the schedule's messages", "[ch
   }
 }
 
-TEST_CASE("every schedule on GPUs over the device communicator trains like the CPU baseline", "[ch08][mpi][gpu]") {
-  const auto gpus = testing::gpu_ranks();
-  if (!gpus) return;
+TEST_CASE("every schedule on a device (GPUs, else the emulated cpu:1) trains like the CPU baseline",
+          "[ch08][mpi][gpu]") {
+  const auto gpus = testing::device_ranks();
   Communicator& w = world();
   const TrainingConfig cfg = pp_training();
-  const TrainingConfig gpu_cfg = gpus->on_gpu(cfg);
+  const TrainingConfig gpu_cfg = gpus.on_gpu(cfg);
   const auto data = make_dataset("synthetic", cfg.seed);
   for (const PpLayout& layout : layouts_for(w.size())) {
-    INFO(layout.label() << " on " << gpus->where() << ", rank " << w.rank());
+    INFO(layout.label() << " on " << gpus.where() << ", rank " << w.rank());
     const testing::Run base = testing::baseline(cfg, *data, layout.dp * layout.m);  // on the CPU
-    PpTrainer trainer(*gpus->tensors, gpu_cfg, layout);
+    PpTrainer trainer(*gpus.tensors, gpu_cfg, layout);
     std::vector<double> losses;
     for (std::int64_t step = 0; step < cfg.steps; ++step)
       losses.push_back(testing::mean_over_ranks(

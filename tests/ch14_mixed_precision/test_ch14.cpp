@@ -7,7 +7,10 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "chapters/14_mixed_precision/format_tables.hpp"
@@ -20,6 +23,7 @@
 #include "common/dtype.hpp"
 #include "common/float_formats.hpp"
 #include "common/rng.hpp"
+#include "kernels/fp8/fp8_gemm.hpp"
 #include "tests/support/small_model.hpp"
 
 using namespace usp;
@@ -328,6 +332,37 @@ TEST_CASE("FP8 linears: direct casting flushes the gradients, scaled FP8 trains 
     CHECK(std::fabs(tiled.losses[s] - f32.losses[s]) <= 1e-2 * f32.losses[s]);
     CHECK(std::fabs(tensor.losses[s] - f32.losses[s]) <= 1e-2 * f32.losses[s]);
   }
+}
+
+TEST_CASE("the FP8 GEMM's operands are checked on the host: shapes, null and misaligned pointers", "[ch14]") {
+  // Pointer values only, never dereferenced: 16-byte aligned addresses in one buffer.
+  alignas(64) static unsigned char buffer[512];
+  auto at = [](std::size_t offset) { return buffer + offset; };
+  fp8::Fp8Gemm g{32, 48, 64, at(0), at(64), reinterpret_cast<const float*>(at(128)),
+                 reinterpret_cast<const float*>(at(144)), reinterpret_cast<std::uint16_t*>(at(160))};
+  CHECK_NOTHROW(fp8::check_fp8_gemm(g));
+  auto refused = [](fp8::Fp8Gemm bad, const std::string& words) {
+    INFO("expected a refusal naming \"" << words << "\"");
+    try {
+      fp8::check_fp8_gemm(bad);
+      FAIL("check_fp8_gemm accepted it");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), Catch::Contains(words));
+    }
+  };
+  // What ran on an H100 and cuBLASLt refused: both scales in one allocation, the second 4 bytes in.
+  fp8::Fp8Gemm shared = g;
+  shared.scale_b = shared.scale_a + 1;
+  refused(shared, "scale_b at 4 bytes past a 16-byte boundary");
+  fp8::Fp8Gemm a_off = g;
+  a_off.A = at(8);
+  refused(a_off, "A at 8 bytes");
+  fp8::Fp8Gemm no_d = g;
+  no_d.D = nullptr;
+  refused(no_d, "D is null");
+  fp8::Fp8Gemm odd = g;
+  odd.K = 72;
+  refused(odd, "multiples of 16");
 }
 
 TEST_CASE("cuBLASLt's FP8 GEMM computes the product of the dequantised operands", "[ch14][gpu]") {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -240,26 +241,25 @@ TEST_CASE("the tracker counts CUDA bytes and the driver sees them", "[core][gpu]
   // The driver rounds allocations up to its page size; 16 MiB covers that with room to spare.
   constexpr std::int64_t kSlack = 16 << 20;
   const std::int64_t tracked_before = tracker.current(DeviceKind::cuda)[MemCategory::Activation];
-  // cudaMemGetInfo is device-wide: another process starting on the same GPU can move it while
-  // we measure, so a measurement that lands outside the window is repeated a few times.
-  bool driver_agrees = false;
-  for (int attempt = 0; attempt < 3 && !driver_agrees; ++attempt) {
-    const std::int64_t driver_before = cuda_bytes_in_use();
-    std::int64_t grew = 0;
-    {
-      Tensor big = Tensor::empty({kElems}, DType::f32, MemCategory::Activation, dev);
-      CHECK(tracker.current(DeviceKind::cuda)[MemCategory::Activation] - tracked_before == kBytes);
-      grew = cuda_bytes_in_use() - driver_before;
-    }
-    CHECK(tracker.current(DeviceKind::cuda)[MemCategory::Activation] == tracked_before);
-    // Released blocks may stay in CUDA's memory pool, but cuda_bytes_in_use() trims the pool
-    // first, so the driver's figure is back where it started.
-    const std::int64_t left = cuda_bytes_in_use() - driver_before;
-    INFO("attempt " << attempt << ": driver grew by " << grew << " bytes, " << left << " left after release");
-    driver_agrees = grew >= kBytes && grew <= kBytes + kSlack && left <= kSlack && left >= -kSlack;
-    if (!driver_agrees) WARN("driver grew by " << grew << " for " << kBytes << " bytes, " << left << " left after release");
+  // What the driver gave this process: its memory pool's reserved bytes (trimmed of the blocks it
+  // keeps for reuse). cudaMemGetInfo's device-wide figure is no oracle here: on an H100 with the
+  // suite's other processes starting on the same GPU, it grew by 274-414 MiB for these 256 MiB
+  // in three attempts out of three, and 52-176 MiB stayed after the release.
+  const std::int64_t held_before = usp::cuda::pool_bytes_held();
+  REQUIRE(held_before >= 0);  // every GPU of the course's targets (sm_80, sm_90) has memory pools
+  std::int64_t grew = 0;
+  {
+    Tensor big = Tensor::empty({kElems}, DType::f32, MemCategory::Activation, dev);
+    CHECK(tracker.current(DeviceKind::cuda)[MemCategory::Activation] - tracked_before == kBytes);
+    grew = usp::cuda::pool_bytes_held() - held_before;
   }
-  CHECK(driver_agrees);
+  CHECK(tracker.current(DeviceKind::cuda)[MemCategory::Activation] == tracked_before);
+  const std::int64_t left = usp::cuda::pool_bytes_held() - held_before;
+  INFO("the driver gave this process " << grew << " bytes for " << kBytes << ", " << left
+                                       << " stayed after the release");
+  CHECK(grew >= kBytes);
+  CHECK(grew <= kBytes + kSlack);
+  CHECK(std::llabs(left) <= kSlack);
 }
 
 TEST_CASE("host-staged collectives over CUDA tensors", "[core][gpu][mpi]") {

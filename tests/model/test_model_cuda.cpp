@@ -7,7 +7,7 @@
 // reductions vs lanes) and expf vs exp_approx, a few fp32 ulps per op, which AdamW's normalised
 // steps keep from growing over three steps: 1e-5 of the loss, 1e-4 of the weights' magnitude.
 // bf16: wherever an fp32 result straddles a bf16 rounding boundary the two runs store values one
-// bf16 step (2^-8 relative) apart; the loss averages many such values: 2^-9 of it.
+// bf16 step (2^-8 to 2^-7 of the value) apart; the loss averages many such values: 2^-9 of it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

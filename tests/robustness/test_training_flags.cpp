@@ -32,7 +32,7 @@ TEST_CASE("--device and --backend the training chapters cannot honour are errors
   CHECK_NOTHROW(training_config_from(parsed({})));
   CHECK_NOTHROW(training_config_from(parsed({"--device", "cpu", "--backend", "mpi"})));
   CHECK_THROWS_WITH(training_config_from(parsed({"--device", "banana"})),
-                    Catch::Contains("--device must be auto, cpu, cuda or cuda:N, got 'banana'"));
+                    Catch::Contains("--device must be auto, cpu, cuda, cuda:N or cpu:1 (the emulated device), got 'banana'"));
   // Without a GPU (or without CUDA in the build) cuda says so; with one, that this chapter
   // trains on CPU ranks only. Either way: an error, never a silent CPU run.
   for (const char* device : {"cuda", "cuda:7"}) {
@@ -44,6 +44,9 @@ TEST_CASE("--device and --backend the training chapters cannot honour are errors
   CHECK_THROWS_WITH(training_config_from(parsed({"--backend", "nccl"})),
                     Catch::Contains("--backend nccl serves CUDA tensors"));
   CHECK_THROWS_WITH(training_config_from(parsed({"--backend", "host-staged"})), Catch::Contains("use --backend mpi"));
+  // The emulated device is a device too: a CPU-only chapter refuses it rather than ignore it.
+  CHECK_THROWS_WITH(training_config_from(parsed({"--device", "cpu:1"})), Catch::Contains("trains on CPU ranks only"));
+  CHECK_THROWS_WITH(training_config_from(parsed({"--device", "cpu:2"})), Catch::Contains("--device must be auto"));
 }
 
 TEST_CASE("the chapters that train on CPU or CUDA resolve --device; --backend stays auto", "[training_flags]") {
@@ -58,7 +61,7 @@ TEST_CASE("the chapters that train on CPU or CUDA resolve --device; --backend st
     CHECK_THROWS_WITH(config({"--device", "cuda"}),
                       Catch::Contains(cuda_compiled() ? "no CUDA device is visible" : "this build has no CUDA"));
   }
-  CHECK_THROWS_WITH(config({"--device", "banana"}), Catch::Contains("--device must be auto, cpu, cuda or cuda:N"));
+  CHECK_THROWS_WITH(config({"--device", "banana"}), Catch::Contains("--device must be auto, cpu, cuda, cuda:N or cpu:1"));
   CHECK_THROWS_WITH(config({"--backend", "nccl"}),
                     Catch::Contains("--backend nccl: this chapter runs one rank and no collective on tensors"));
 }
@@ -69,6 +72,13 @@ TEST_CASE("the data-parallel chapters resolve --device and the --backend that se
   };
   CHECK(config({"--device", "cpu"}).backend == CommBackend::automatic);
   CHECK(config({"--device", "cpu", "--backend", "mpi"}).backend == CommBackend::mpi);
+  // The emulated device: host memory under another name, always talking host-staged.
+  CHECK(config({"--device", "cpu:1"}).device == Device::emulated());
+  CHECK(config({"--device", "cpu:1"}).device != Device::cpu());
+  CHECK(Device::emulated().is_cpu());
+  CHECK(Device::emulated().str() == "cpu:1");
+  CHECK_THROWS_WITH(config({"--device", "cpu:1", "--backend", "mpi"}),
+                    Catch::Contains("the emulated device (--device cpu:1) always talks host-staged"));
   CHECK_THROWS_WITH(config({"--device", "cpu", "--backend", "nccl"}),
                     Catch::Contains("--backend nccl serves CUDA tensors; with --device cpu use mpi or auto"));
   CHECK_THROWS_WITH(config({"--device", "cpu", "--backend", "host-staged"}),

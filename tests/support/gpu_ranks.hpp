@@ -1,6 +1,13 @@
 // What the [gpu][mpi] training cases share: this rank's GPU and a communicator for CUDA tensors
 // over the job (Runtime::make_world: NCCL with a GPU per rank, MPI through host memory when ranks
 // share one), and the bound a training run on GPUs keeps from the CPU baseline.
+//
+// device_ranks() is gpu_ranks() that never skips: without a GPU it hands out the emulated device
+// (cpu:1, common/device.hpp), host memory under another device's name, talking host-staged as
+// ranks sharing a GPU do. A case written against it runs on every machine: on a GPU it checks the
+// GPU's arithmetic, and everywhere it checks that every tensor of the run follows the run's
+// device (a buffer left on the default device, cpu, fails its op's or communicator's device
+// check as on a GPU). Cases that call CUDA-only code keep gpu_ranks().
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -37,6 +44,13 @@ inline std::optional<GpuRanks> gpu_ranks() {
   }
   Runtime& rt = runtime();
   const Device device = Device::cuda(rt.local_rank() % cuda_device_count());
+  return GpuRanks{device, rt.make_world(device)};
+}
+
+inline GpuRanks device_ranks() {
+  Runtime& rt = runtime();
+  const Device device =
+      cuda_device_count() > 0 ? Device::cuda(rt.local_rank() % cuda_device_count()) : Device::emulated();
   return GpuRanks{device, rt.make_world(device)};
 }
 

@@ -1,6 +1,8 @@
 // The host-staged backend: collectives over CUDA tensors carried out by a CPU (MPI)
 // communicator on host copies of them. It is what several ranks sharing one GPU use, since NCCL
-// refuses two ranks on the same device.
+// refuses two ranks on the same device. It also carries the emulated device's tensors
+// (Device::emulated(), common/device.hpp: host memory under another device's name), so a CPU
+// run on that device goes through this very code, as ranks sharing a GPU do.
 //
 // Each op: copy the device buffers the op reads into fresh host tensors (category CommBuffer,
 // so the staging memory is visible in the memory profile), issue the wrapped communicator's
@@ -70,10 +72,11 @@ class HostStagedCommunicator final : public Communicator {
   HostStagedCommunicator(std::unique_ptr<Communicator> cpu_comm, Device device)
       : inner_(std::move(cpu_comm)), device_(device) {
     if (!inner_) throw Error("make_host_staged: no CPU communicator given");
-    if (!inner_->device().is_cpu())
+    if (inner_->device() != Device::cpu())
       throw Error("make_host_staged: the wrapped communicator must take CPU tensors, '" +
                   inner_->backend() + "' takes " + inner_->device().str());
-    if (!device_.is_cuda()) throw Error("make_host_staged: device must be a CUDA device, got " + device_.str());
+    if (!device_.is_cuda() && !device_.is_emulated())
+      throw Error("make_host_staged: device must be a CUDA device or the emulated one, got " + device_.str());
   }
 
   int rank() const override { return inner_->rank(); }
