@@ -16,6 +16,7 @@
 #include "common/trace.hpp"
 #include "chapters/04_data_parallel/dp_trainer.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/gpu_ranks.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
@@ -275,20 +276,16 @@ TEST_CASE("traces: comm overlaps backward with overlap and bucketing, never with
   }
 }
 
-TEST_CASE("DP on GPUs: every variant over the device communicator reproduces the CPU baseline", "[ch04][mpi][gpu]") {
-  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
-  const int n = rt.size();
+TEST_CASE("DP on a device (GPUs, else the emulated cpu:1): every variant reproduces the CPU baseline",
+          "[ch04][mpi][gpu]") {
+  const testing::GpuRanks gpus = testing::device_ranks();  // NCCL, or host-staged MPI
+  const int n = testing::runtime().size();
   TrainingConfig cfg = tiny();
   const auto data = make_dataset("synthetic", cfg.seed);
   const int steps = 3;
   const Baseline base = run_baseline(cfg, *data, n * cfg.mbs, steps);  // on the CPU
-  cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> comm = rt.make_world(cfg.device);  // NCCL, or host-staged MPI
+  cfg = gpus.on_gpu(cfg);
+  const std::unique_ptr<Communicator>& comm = gpus.tensors;
   for (DpMode mode : all_dp_modes()) {
     INFO("dp " << n << " on " << cfg.device.str() << ", " << dp_mode_name(mode));
     DataParallelTrainer trainer(DpConfig{cfg, 1, mode, kCap}, *comm);
@@ -309,7 +306,7 @@ TEST_CASE("DP on GPUs: every variant over the device communicator reproduces the
     std::size_t at = 0;
     for (std::size_t i = 0; i < got.size(); ++i)
       if (!(std::fabs(got[i] - base.params[i]) <= worst)) worst = std::fabs(got[i] - base.params[i]), at = i;
-    INFO("rank " << rt.rank() << ": largest |Δ| " << worst << " at parameter element " << at << " (expected "
+    INFO("rank " << testing::runtime().rank() << ": largest |Δ| " << worst << " at parameter element " << at << " (expected "
                  << base.params[at] << ", got " << got[at] << ")");
     CHECK(worst <= 1e-4f * max_abs(base.params));
   }

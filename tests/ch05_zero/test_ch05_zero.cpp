@@ -20,6 +20,7 @@
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/gpu_ranks.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
@@ -544,20 +545,16 @@ TEST_CASE("ZeRO-3 traces: prefetched all-gathers are in flight while the previou
   }
 }
 
-TEST_CASE("every ZeRO stage on GPUs over the device communicator follows the CPU baseline", "[ch05][mpi][gpu]") {
-  // Every rank of a job on one machine sees the same GPUs, so every rank skips or none does.
-  if (cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
-  Runtime& rt = testing::runtime();
+TEST_CASE("every ZeRO stage on a device (GPUs, else the emulated cpu:1) follows the CPU baseline",
+          "[ch05][mpi][gpu]") {
+  const testing::GpuRanks gpus = testing::device_ranks();  // NCCL, or host-staged MPI
   auto metrics = world().split(0, world().rank());
   const int n = world().size();
   TrainingConfig cfg = odd_tied();  // padding on the last ranks, the tied head
   const auto data = make_dataset("synthetic", cfg.seed);
   const Run base = baseline(cfg, *data, n);  // on the CPU
-  cfg.device = Device::cuda(rt.local_rank() % cuda_device_count());
-  const std::unique_ptr<Communicator> dp = rt.make_world(cfg.device);  // NCCL, or host-staged MPI
+  cfg = gpus.on_gpu(cfg);
+  const std::unique_ptr<Communicator>& dp = gpus.tensors;
   for (const ZeroOptions& o : all_stages()) {
     INFO("N_d = " << n << " on " << cfg.device.str() << ", " << stage_label(o));
     const Run z = zero_run(*dp, *metrics, cfg, *data, 1, o);

@@ -47,6 +47,21 @@ Tensor rnd(const Shape& shape, std::uint64_t seed, DType dt, double lo = -1, dou
 
 }  // namespace
 
+TEST_CASE("the bf16 bound admits one bf16 step of the largest value, wherever it sits in its binade", "[ops]") {
+  // One step of v in [2^e, 2^(e+1)) is 2^(e-7). The bound divides by the largest magnitude, so the
+  // worst case is the largest value itself one step off at the bottom of its binade: 2^-7 of it
+  // (the H100's RMSNorm dx was such a case, 0.0045 of the magnitude, over the old 2^-8).
+  for (const double top : {1.0, 1.0 + std::ldexp(1.0, -7), 1.5, 2.0 - std::ldexp(1.0, -7)}) {
+    const double step = std::ldexp(1.0, -7);  // one bf16 step of every value in [1, 2)
+    const Vec want = {top, 0.25, -0.5}, got = {top + step, 0.25, -0.5};
+    INFO("largest value " << top << ", one step off");
+    CHECK(bf16_ulps_apart(static_cast<float>(top), static_cast<float>(top + step)) == 1);
+    CHECK(max_rel_error(got, want) < tol(DType::bf16));
+    // Two steps are not rounding.
+    CHECK_FALSE(max_rel_error({top + 2 * step, 0.25, -0.5}, want) < tol(DType::bf16));
+  }
+}
+
 TEST_CASE("CUDA ops equal the CPU ops: matmul, RMSNorm, SwiGLU, embedding, element-wise", "[ops][gpu]") {
   if (!have_gpu()) {
     SUCCEED("no CUDA device");
