@@ -5,7 +5,9 @@ Reads <in>/loss_curves.csv and <in>/grad_histogram.csv (written by ch14_mixed_pr
 writes <out>/ch14_loss_curves.png: the loss per step of each recipe (skipped steps of the scaled
 run marked), the loss scale per step, and the first step's gradients by binade as each recipe
 stores them, with fp16's smallest subnormal and smallest normal: unscaled fp16 piles them into
-its subnormals (or zero), the scaled run lifts them clear.
+its subnormals (or zero), the scaled run lifts them clear. The zeros, infinities and NaNs, which
+have no binade, are counted in each recipe's legend entry (a scale too large for fp16 shows there
+as inf and NaN).
 
     python3 plots/ch14_loss_curves.py --in out/14_mixed_precision --out plots/out
 """
@@ -35,10 +37,19 @@ def main():
                          color=color, label=f"{recipe}: skipped step", zorder=3)
         if recipe == "fp16+scaling":
             ax_s.step(steps, [float(r["scale"]) for r in mine], where="post", color=color)
-        counts = {int(r["log2_low"]): int(r["count"]) for r in hist if r["recipe"] == recipe and r["log2_low"] != "zero"}
+        apart = {"zero": 0, "inf": 0, "nan": 0}  # the classes with no binade
+        counts = {}
+        for r in hist:
+            if r["recipe"] != recipe:
+                continue
+            if r["log2_low"] in apart:
+                apart[r["log2_low"]] = int(r["count"])
+            else:
+                counts[int(r["log2_low"])] = int(r["count"])
         if counts:
             xs = sorted(counts)
-            ax_h.plot(xs, [counts[x] for x in xs], "o-", color=color, markersize=3, label=recipe)
+            label = f"{recipe} (zero {apart['zero']}, inf {apart['inf']}, NaN {apart['nan']})"
+            ax_h.plot(xs, [counts[x] for x in xs], "o-", color=color, markersize=3, label=label)
     ax_l.set_xlabel("step")
     ax_l.set_ylabel("training loss")
     ax_l.legend(fontsize=8)

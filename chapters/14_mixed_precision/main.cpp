@@ -49,11 +49,12 @@ double mean(const std::vector<double>& v) {
 
 std::string curves_csv(const std::vector<PrecisionRun>& runs) {
   std::ostringstream s;
-  s << "recipe,step,loss,scale,applied,zero_fraction,subnormal_fraction\n";
+  s << "recipe,step,loss,scale,applied,zero_fraction,subnormal_fraction,inf_fraction,nan_fraction\n";
   for (const PrecisionRun& r : runs)
     for (std::size_t i = 0; i < r.losses.size(); ++i)
       s << r.recipe << ',' << i << ',' << r.losses[i] << ',' << r.scales[i] << ',' << (r.applied[i] ? 1 : 0) << ','
-        << r.zero_fraction[i] << ',' << r.subnormal_fraction[i] << '\n';
+        << r.zero_fraction[i] << ',' << r.subnormal_fraction[i] << ',' << r.inf_fraction[i] << ','
+        << r.nan_fraction[i] << '\n';
   return s.str();
 }
 
@@ -62,6 +63,8 @@ std::string histogram_csv(const std::vector<PrecisionRun>& runs) {
   s << "recipe,log2_low,count\n";
   for (const PrecisionRun& r : runs) {
     s << r.recipe << ",zero," << r.histogram_zeros << '\n';
+    s << r.recipe << ",inf," << r.histogram_infs << '\n';
+    s << r.recipe << ",nan," << r.histogram_nans << '\n';
     for (std::size_t i = 0; i < r.log2_histogram.size(); ++i)
       if (r.log2_histogram[i] > 0)
         s << r.recipe << ',' << static_cast<int>(i) + PrecisionRun::kHistLow << ',' << r.log2_histogram[i] << '\n';
@@ -208,16 +211,17 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
               "narrow ones):\n",
               cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
               static_cast<long long>(cfg.seq));
-  std::printf("   %-13s %10s %10s %16s %8s %14s %14s\n", "recipe", "first", "last", "max |Δ| vs fp32", "skipped",
-              "zero grads", "subnormal");
+  std::printf("   %-13s %10s %10s %16s %8s %14s %14s %10s %10s\n", "recipe", "first", "last", "max |Δ| vs fp32",
+              "skipped", "zero grads", "subnormal", "inf", "NaN");
   const PrecisionRun& ref = runs.front();
   j.key("recipes").begin_array();
   for (const PrecisionRun& r : runs) {
     double gap = 0;
     for (std::size_t s = 0; s < r.losses.size(); ++s) gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
-    std::printf("   %-13s %10.4f %10.4f %16.2e %8lld %13.2f%% %13.2f%%\n", r.recipe.c_str(), r.losses.front(),
-                r.losses.back(), gap, static_cast<long long>(r.skipped_steps), 100.0 * mean(r.zero_fraction),
-                100.0 * mean(r.subnormal_fraction));
+    std::printf("   %-13s %10.4f %10.4f %16.2e %8lld %13.2f%% %13.2f%% %9.2f%% %9.2f%%\n", r.recipe.c_str(),
+                r.losses.front(), r.losses.back(), gap, static_cast<long long>(r.skipped_steps),
+                100.0 * mean(r.zero_fraction), 100.0 * mean(r.subnormal_fraction), 100.0 * mean(r.inf_fraction),
+                100.0 * mean(r.nan_fraction));
     j.begin_object()
         .field("recipe", r.recipe)
         .field("final_loss", r.losses.back())
@@ -225,6 +229,10 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
         .field("skipped_steps", r.skipped_steps)
         .field("mean_zero_grad_fraction", mean(r.zero_fraction))
         .field("mean_subnormal_grad_fraction", mean(r.subnormal_fraction))
+        .field("mean_inf_grad_fraction", mean(r.inf_fraction))
+        .field("mean_nan_grad_fraction", mean(r.nan_fraction))
+        .field("first_step_grad_infs", r.histogram_infs)
+        .field("first_step_grad_nans", r.histogram_nans)
         .end_object();
   }
   j.end_array();

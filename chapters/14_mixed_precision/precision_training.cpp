@@ -43,18 +43,23 @@ DType dtype_of(Recipe r) {
   return DType::f32;
 }
 
-// Fractions of the gradient elements that are exactly zero, and nonzero but subnormal in the
-// gradients' own format.
-std::pair<double, double> underflow(const Tensor& grads) {
+// Each gradient element's class in the gradients' own format: exactly zero, nonzero but
+// subnormal, infinite, NaN (else normal), as fractions of all elements, appended to the run.
+void census(const Tensor& grads, PrecisionRun& run) {
   const std::vector<float> g = grads.to_floats();
   const float min_normal = format_info(grads.dtype()).min_normal;
-  std::int64_t zero = 0, sub = 0;
+  std::int64_t zero = 0, sub = 0, inf = 0, nan = 0;
   for (float x : g) {
     if (x == 0.0f) ++zero;
+    else if (std::isnan(x)) ++nan;
+    else if (std::isinf(x)) ++inf;
     else if (std::fabs(x) < min_normal) ++sub;
   }
   const double n = static_cast<double>(g.size());
-  return {static_cast<double>(zero) / n, static_cast<double>(sub) / n};
+  run.zero_fraction.push_back(static_cast<double>(zero) / n);
+  run.subnormal_fraction.push_back(static_cast<double>(sub) / n);
+  run.inf_fraction.push_back(static_cast<double>(inf) / n);
+  run.nan_fraction.push_back(static_cast<double>(nan) / n);
 }
 
 void histogram(const Tensor& grads, PrecisionRun& run) {
@@ -62,11 +67,15 @@ void histogram(const Tensor& grads, PrecisionRun& run) {
   for (float x : grads.to_floats()) {
     if (x == 0.0f) {
       ++run.histogram_zeros;
-      continue;
+    } else if (std::isnan(x)) {
+      ++run.histogram_nans;
+    } else if (std::isinf(x)) {
+      ++run.histogram_infs;  // ilogb(inf) is INT_MAX: it has no binade
+    } else {
+      const int e = std::ilogb(x);  // |x| in [2^e, 2^(e+1))
+      const int i = std::clamp(e - PrecisionRun::kHistLow, 0, PrecisionRun::kHistBins - 1);
+      ++run.log2_histogram[static_cast<std::size_t>(i)];
     }
-    const int e = std::ilogb(x);  // |x| in [2^e, 2^(e+1))
-    const int i = std::clamp(e - PrecisionRun::kHistLow, 0, PrecisionRun::kHistBins - 1);
-    ++run.log2_histogram[static_cast<std::size_t>(i)];
   }
 }
 
@@ -92,9 +101,7 @@ PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Datase
     const float scale = scaled ? scaler.scale : 1.0f;
     run.scales.push_back(scale);
     model.backward(scale);
-    const auto [zero, sub] = underflow(params.flat_grad());
-    run.zero_fraction.push_back(zero);
-    run.subnormal_fraction.push_back(sub);
+    census(params.flat_grad(), run);
     if (step == 0) histogram(params.flat_grad(), run);
     bool apply = true;
     const std::int64_t before_step = tracker.current().total();

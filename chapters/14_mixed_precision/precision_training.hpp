@@ -7,7 +7,8 @@
 //   fp16           the same in fp16, no loss scaling: small gradients flush to zero
 //   fp16 + scaling the same with dynamic loss scaling (exercise 14.1)
 // Per step: the loss, the loss scale, and how many gradient elements are exactly zero or
-// subnormal in the gradients' own format (the underflow the scaling is there to prevent).
+// subnormal in the gradients' own format (the underflow the scaling is there to prevent), or
+// not finite (the overflow a too-large scale causes, which makes the step skip).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -40,12 +41,15 @@ struct PrecisionRun {
   std::vector<bool> applied;          // false: the step was skipped for an overflow
   std::vector<double> zero_fraction;  // of the gradient elements, exactly 0 after backward
   std::vector<double> subnormal_fraction;  // nonzero but below the format's smallest normal
+  std::vector<double> inf_fraction;   // overflowed to ±inf (fp16's range ends at 65504)
+  std::vector<double> nan_fraction;   // NaN (inf - inf, 0 · inf downstream of an overflow)
   std::int64_t skipped_steps = 0;
   // The first step's gradients as stored (scaled, for fp16+scaling), by binade: log2_histogram[i]
-  // counts the nonzero |g| in [2^(i + kHistLow), 2^(i + kHistLow + 1)); zeros counted apart.
+  // counts the finite nonzero |g| in [2^(i + kHistLow), 2^(i + kHistLow + 1)) (the end bins also
+  // take what lies beyond them); zeros, infinities and NaNs are counted apart.
   static constexpr int kHistLow = -64, kHistBins = 96;
   std::vector<std::int64_t> log2_histogram;
-  std::int64_t histogram_zeros = 0;
+  std::int64_t histogram_zeros = 0, histogram_infs = 0, histogram_nans = 0;
 };
 
 // The usp_calc row a recipe's measured memory answers to, and its bytes per parameter:

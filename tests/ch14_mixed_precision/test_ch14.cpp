@@ -174,6 +174,13 @@ TEST_CASE("bf16 and fp16 training track fp32; fp16 without scaling loses gradien
   CHECK(s16.subnormal_fraction[0] == 0.0);
   CHECK(s16.zero_fraction[0] == f32.zero_fraction[0]);
   CHECK(s16.skipped_steps == 0);
+  // Nothing overflows at these scales: no inf, no NaN in any recipe's gradients.
+  for (const PrecisionRun* r : {&f32, &b16, &h16, &s16})
+    for (std::size_t s = 0; s < r->inf_fraction.size(); ++s) {
+      INFO(r->recipe << " step " << s);
+      CHECK(r->inf_fraction[s] == 0.0);
+      CHECK(r->nan_fraction[s] == 0.0);
+    }
 }
 
 TEST_CASE("memory per parameter: the tracker's bytes are the calculator's, recipe by recipe", "[ch14]") {
@@ -223,6 +230,20 @@ TEST_CASE("a loss scale too large skips steps, halving until the gradients fit",
   }
   if (!run.applied.back()) ++skips;
   CHECK(run.skipped_steps == skips);
+  // The census says why each step skipped: every skipped step's gradients hold an inf or a NaN,
+  // every applied one none; the first step's histogram counts them apart from every binade (the
+  // binades hold exactly the finite nonzero elements).
+  for (std::size_t s = 0; s < run.applied.size(); ++s) {
+    INFO("step " << s << ": inf " << run.inf_fraction[s] << ", NaN " << run.nan_fraction[s]);
+    CHECK((run.inf_fraction[s] + run.nan_fraction[s] > 0) == !run.applied[s]);
+  }
+  CHECK(run.histogram_infs > 0);
+  std::int64_t binned = 0;
+  for (std::int64_t c : run.log2_histogram) binned += c;
+  const auto n = static_cast<std::int64_t>(cfg.model.num_parameters());
+  CHECK(binned + run.histogram_zeros + run.histogram_infs + run.histogram_nans == n);
+  CHECK(binned == std::llround((1.0 - run.zero_fraction[0] - run.inf_fraction[0] - run.nan_fraction[0]) *
+                              static_cast<double>(n)));
   INFO("skipped " << run.skipped_steps << ", losses " << run.losses[0] << " .. " << run.losses.back());
   CHECK(run.losses.back() < run.losses[0]);  // and then it trained
 }

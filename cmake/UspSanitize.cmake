@@ -1,0 +1,17 @@
+# USP_SANITIZE=ON: every C++ file of the project compiled and linked with AddressSanitizer and
+# UndefinedBehaviorSanitizer, stopping at the first report (-fno-sanitize-recover: a UB report is
+# an abort, not a line in a log). The preset "sanitize" (CMakePresets.json) and `./usp test
+# --sanitize` configure build-sanitize/ this way; at run time ./usp sets ASAN_OPTIONS and
+# UBSAN_OPTIONS (halt on the first error, stack traces). CPU paths only: nvcc does not take these
+# flags for device code, so a sanitized build with CUDA is refused.
+set(USP_SANITIZE OFF CACHE BOOL "build with AddressSanitizer + UndefinedBehaviorSanitizer (CPU paths only)")
+if(USP_SANITIZE)
+  if(USP_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "USP_SANITIZE=ON builds the CPU paths only: configure with -DUSP_CUDA=OFF "
+                        "(the preset 'sanitize' does)")
+  endif()
+  set(USP_CUDA OFF CACHE STRING "build CUDA paths: AUTO, ON or OFF" FORCE)
+  set(usp_sanitize_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${usp_sanitize_flags}>")
+  add_link_options(${usp_sanitize_flags})
+endif()
