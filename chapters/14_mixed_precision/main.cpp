@@ -115,6 +115,78 @@ void print_memory(const std::vector<PrecisionRun>& runs, JsonWriter& j) {
 
 // 4. The FP8 GEMM on the GPU, where one with FP8 tensor cores is visible: the accuracy of each
 // product at 1024³ against its own CPU reference, the rates at 4096³ and 8192³.
+// Section 2: each recipe's losses against fp32, its skipped steps and where its gradients sat
+// (zero, subnormal, inf, NaN), printed and added to summary.json; the scaled run's loss scale.
+void print_recipes(const TrainingConfig& cfg, const std::vector<PrecisionRun>& runs, JsonWriter& j) {
+  std::printf("\n2. %s trained %lld steps on %lld × %lld tokens under each recipe (AdamW, fp32 master weights for the "
+              "narrow ones):\n",
+              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
+              static_cast<long long>(cfg.seq));
+  std::printf("   %-13s %10s %10s %16s %8s %14s %14s %10s %10s\n", "recipe", "first", "last", "max |Δ| vs fp32",
+              "skipped", "zero grads", "subnormal", "inf", "NaN");
+  const PrecisionRun& ref = runs.front();
+  j.key("recipes").begin_array();
+  for (const PrecisionRun& r : runs) {
+    double gap = 0;
+    for (std::size_t s = 0; s < r.losses.size(); ++s) gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
+    std::printf("   %-13s %10.4f %10.4f %16.2e %8lld %13.2f%% %13.2f%% %9.2f%% %9.2f%%\n", r.recipe.c_str(),
+                r.losses.front(), r.losses.back(), gap, static_cast<long long>(r.skipped_steps),
+                100.0 * mean(r.zero_fraction), 100.0 * mean(r.subnormal_fraction), 100.0 * mean(r.inf_fraction),
+                100.0 * mean(r.nan_fraction));
+    j.begin_object()
+        .field("recipe", r.recipe)
+        .field("final_loss", r.losses.back())
+        .field("max_abs_gap_to_fp32", gap)
+        .field("skipped_steps", r.skipped_steps)
+        .field("mean_zero_grad_fraction", mean(r.zero_fraction))
+        .field("mean_subnormal_grad_fraction", mean(r.subnormal_fraction))
+        .field("mean_inf_grad_fraction", mean(r.inf_fraction))
+        .field("mean_nan_grad_fraction", mean(r.nan_fraction))
+        .field("first_step_grad_infs", r.histogram_infs)
+        .field("first_step_grad_nans", r.histogram_nans)
+        .end_object();
+  }
+  j.end_array();
+  const PrecisionRun& scaled = runs.back();
+  std::printf("   loss scale of fp16+scaling per step:");
+  for (float s : scaled.scales) std::printf(" %g", static_cast<double>(s));
+  std::printf("\n");
+}
+
+// Section 3: the FP8 linears' losses against fp32 (ref) and what each scaling flushed to zero,
+// printed, added to summary.json and written to fp8_curves.csv.
+void print_fp8_runs(const PrecisionRun& ref, const std::vector<Fp8Run>& fp8, const std::string& out,
+                    JsonWriter& j) {
+  std::printf("\n3. The same model with its attention and MLP matmuls in FP8 (e4m3 forward, e5m2 gradients, fp32 "
+              "accumulation; emulated):\n");
+  std::printf("   %-15s %10s %10s %16s %30s\n", "recipe", "first", "last", "max |Δ| vs fp32",
+              "flushed to 0: act / w / grad");
+  std::ostringstream csv;
+  csv << "recipe,step,loss\n";
+  for (std::size_t i = 0; i < ref.losses.size(); ++i) csv << "fp32," << i << ',' << ref.losses[i] << '\n';
+  j.key("fp8").begin_array();
+  for (const Fp8Run& r : fp8) {
+    double gap = 0;
+    for (std::size_t s = 0; s < r.losses.size(); ++s) {
+      gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
+      csv << r.recipe << ',' << s << ',' << r.losses[s] << '\n';
+    }
+    std::printf("   %-15s %10.4f %10.4f %16.2e %9.2f%% %8.2f%% %8.2f%%\n", r.recipe.c_str(), r.losses.front(),
+                r.losses.back(), gap, 100.0 * r.activations.flushed_fraction(), 100.0 * r.weights.flushed_fraction(),
+                100.0 * r.gradients.flushed_fraction());
+    j.begin_object()
+        .field("recipe", r.recipe)
+        .field("final_loss", r.losses.back())
+        .field("max_abs_gap_to_fp32", gap)
+        .field("activations_flushed_fraction", r.activations.flushed_fraction())
+        .field("weights_flushed_fraction", r.weights.flushed_fraction())
+        .field("gradients_flushed_fraction", r.gradients.flushed_fraction())
+        .end_object();
+  }
+  j.end_array();
+  write_file_atomic(out + "/fp8_curves.csv", csv.str());
+}
+
 void print_fp8_gemm(JsonWriter& j) {
   if (!fp8_gemm_available()) {
     std::printf("\n4. No GPU with FP8 tensor cores visible: cuBLASLt's FP8 GEMM (kernels/fp8) is not measured.\n");
@@ -207,39 +279,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                             .chapter_json = j.str()});
     return 0;
   }
-  std::printf("\n2. %s trained %lld steps on %lld × %lld tokens under each recipe (AdamW, fp32 master weights for the "
-              "narrow ones):\n",
-              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
-              static_cast<long long>(cfg.seq));
-  std::printf("   %-13s %10s %10s %16s %8s %14s %14s %10s %10s\n", "recipe", "first", "last", "max |Δ| vs fp32",
-              "skipped", "zero grads", "subnormal", "inf", "NaN");
-  const PrecisionRun& ref = runs.front();
-  j.key("recipes").begin_array();
-  for (const PrecisionRun& r : runs) {
-    double gap = 0;
-    for (std::size_t s = 0; s < r.losses.size(); ++s) gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
-    std::printf("   %-13s %10.4f %10.4f %16.2e %8lld %13.2f%% %13.2f%% %9.2f%% %9.2f%%\n", r.recipe.c_str(),
-                r.losses.front(), r.losses.back(), gap, static_cast<long long>(r.skipped_steps),
-                100.0 * mean(r.zero_fraction), 100.0 * mean(r.subnormal_fraction), 100.0 * mean(r.inf_fraction),
-                100.0 * mean(r.nan_fraction));
-    j.begin_object()
-        .field("recipe", r.recipe)
-        .field("final_loss", r.losses.back())
-        .field("max_abs_gap_to_fp32", gap)
-        .field("skipped_steps", r.skipped_steps)
-        .field("mean_zero_grad_fraction", mean(r.zero_fraction))
-        .field("mean_subnormal_grad_fraction", mean(r.subnormal_fraction))
-        .field("mean_inf_grad_fraction", mean(r.inf_fraction))
-        .field("mean_nan_grad_fraction", mean(r.nan_fraction))
-        .field("first_step_grad_infs", r.histogram_infs)
-        .field("first_step_grad_nans", r.histogram_nans)
-        .end_object();
-  }
-  j.end_array();
-  const PrecisionRun& scaled = runs.back();
-  std::printf("   loss scale of fp16+scaling per step:");
-  for (float s : scaled.scales) std::printf(" %g", static_cast<double>(s));
-  std::printf("\n");
+  print_recipes(cfg, runs, j);
   print_memory(runs, j);
   write_file_atomic(out + "/loss_curves.csv", curves_csv(runs));
   write_file_atomic(out + "/grad_histogram.csv", histogram_csv(runs));
@@ -253,34 +293,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   if (!missing_fp8.empty()) {
     std::cout << "\nFP8 training needs exercise 14.2 (" << missing_fp8 << "); the chapter stops here.\n";
   } else {
-    std::printf("\n3. The same model with its attention and MLP matmuls in FP8 (e4m3 forward, e5m2 gradients, fp32 "
-                "accumulation; emulated):\n");
-    std::printf("   %-15s %10s %10s %16s %30s\n", "recipe", "first", "last", "max |Δ| vs fp32",
-                "flushed to 0: act / w / grad");
-    std::ostringstream csv;
-    csv << "recipe,step,loss\n";
-    for (std::size_t i = 0; i < ref.losses.size(); ++i) csv << "fp32," << i << ',' << ref.losses[i] << '\n';
-    j.key("fp8").begin_array();
-    for (const Fp8Run& r : fp8) {
-      double gap = 0;
-      for (std::size_t s = 0; s < r.losses.size(); ++s) {
-        gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
-        csv << r.recipe << ',' << s << ',' << r.losses[s] << '\n';
-      }
-      std::printf("   %-15s %10.4f %10.4f %16.2e %9.2f%% %8.2f%% %8.2f%%\n", r.recipe.c_str(), r.losses.front(),
-                  r.losses.back(), gap, 100.0 * r.activations.flushed_fraction(), 100.0 * r.weights.flushed_fraction(),
-                  100.0 * r.gradients.flushed_fraction());
-      j.begin_object()
-          .field("recipe", r.recipe)
-          .field("final_loss", r.losses.back())
-          .field("max_abs_gap_to_fp32", gap)
-          .field("activations_flushed_fraction", r.activations.flushed_fraction())
-          .field("weights_flushed_fraction", r.weights.flushed_fraction())
-          .field("gradients_flushed_fraction", r.gradients.flushed_fraction())
-          .end_object();
-    }
-    j.end_array();
-    write_file_atomic(out + "/fp8_curves.csv", csv.str());
+    print_fp8_runs(runs.front(), fp8, out, j);
     print_fp8_gemm(j);
   }
   j.end_object();
