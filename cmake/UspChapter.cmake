@@ -4,6 +4,9 @@
 #   usp_chNN             the chapter's own code: SOURCES (everything but main.cpp), compiled once
 #   usp_chNN_solution    the exercise functions from solutions/NN_NAME/ (the reference)
 #   usp_chNN_exercise    the same functions from exercises/NN_NAME/ (the student's files)
+#   usp_chNN_mutant      the same functions from BUILD/mutant/solutions/NN_NAME/: a copy of the
+#                        solutions that `./usp test --mutants` patches with one known-wrong change
+#                        at a time (tests/mutants/); not part of `all`, built only by the runner
 #   chNN_NAME            build/bin/chNN_NAME: main.cpp + usp_chNN + usp_chNN_solution
 #   chNN_NAME_exercise   build/bin/exercises/chNN_NAME: main.cpp + usp_chNN + usp_chNN_exercise
 # VARIANT_SOURCES are chapter files compiled into each variant because they inline the exercise
@@ -19,6 +22,8 @@
 #   name             over the solutions, ctest label chNN (part of `ctest`, `./usp test`)
 #   name_exercise    over the exercises, ctest label exNN, only in `ctest -C exercises`
 #                    (`./usp test NN --exercises`), so a plain `ctest` never runs the stubs.
+#   name_mutant      over the mutant copy, ctest label muNN, only in `ctest -C mutants`; its
+#                    executables are built by the target usp_mutants_chNN alone.
 #   VARIANT_SOURCES are test files compiled once per variant (they inline exercise code).
 # A chapter declared NO_EXERCISES has no exercise variants.
 
@@ -26,8 +31,29 @@ function(usp_exercise_variants nn no_exercises out)
   if(no_exercises)
     set(${out} solution PARENT_SCOPE)
   else()
-    set(${out} solution exercise PARENT_SCOPE)
+    set(${out} solution exercise mutant PARENT_SCOPE)
   endif()
+endfunction()
+
+# The directory a variant's exercise functions come from.
+function(usp_variant_dir variant dir out)
+  if(variant STREQUAL "mutant")
+    set(${out} ${PROJECT_BINARY_DIR}/mutant/solutions/${dir} PARENT_SCOPE)
+  else()
+    set(${out} ${PROJECT_SOURCE_DIR}/${variant}s/${dir} PARENT_SCOPE)
+  endif()
+endfunction()
+
+# The mutant copy starts as the solutions (copied once; the runner restores and patches it).
+function(usp_seed_mutant_dir dir)
+  file(GLOB files RELATIVE ${PROJECT_SOURCE_DIR}/solutions/${dir} CONFIGURE_DEPENDS
+       ${PROJECT_SOURCE_DIR}/solutions/${dir}/*)
+  foreach(f IN LISTS files)
+    set(copy ${PROJECT_BINARY_DIR}/mutant/solutions/${dir}/${f})
+    if(NOT EXISTS ${copy})
+      file(COPY ${PROJECT_SOURCE_DIR}/solutions/${dir}/${f} DESTINATION ${PROJECT_BINARY_DIR}/mutant/solutions/${dir})
+    endif()
+  endforeach()
 endfunction()
 
 function(usp_chapter nn name)
@@ -49,16 +75,24 @@ function(usp_chapter nn name)
   endif()
 
   usp_exercise_variants(${nn} "${CH_NO_EXERCISES}" variants)
+  if(NOT CH_NO_EXERCISES)
+    usp_seed_mutant_dir(${dir})
+    add_custom_target(usp_mutants_ch${nn})
+  endif()
   foreach(variant IN LISTS variants)
     set(impl usp_ch${nn}_${variant})
-    set(impl_dir ${PROJECT_SOURCE_DIR}/${variant}s/${dir})
+    usp_variant_dir(${variant} ${dir} impl_dir)
     file(GLOB impl_sources CONFIGURE_DEPENDS ${impl_dir}/*.cpp ${impl_dir}/*.cu)
     list(APPEND impl_sources ${CH_VARIANT_SOURCES})
     if(NOT USP_HAVE_CUDA)
       list(FILTER impl_sources EXCLUDE REGEX "\\.cu$")
     endif()
+    set(exclude)
+    if(variant STREQUAL "mutant")
+      set(exclude EXCLUDE_FROM_ALL)
+    endif()
     if(impl_sources)
-      add_library(${impl} OBJECT ${impl_sources})
+      add_library(${impl} OBJECT ${exclude} ${impl_sources})
       usp_warnings(${impl})
     else()
       add_library(${impl} INTERFACE)
@@ -69,6 +103,9 @@ function(usp_chapter nn name)
       target_link_libraries(${impl} INTERFACE usp_ch${nn})
     endif()
 
+    if(variant STREQUAL "mutant")
+      continue()  # the runner needs the tests only
+    endif()
     set(exe ch${nn}_${name})
     set(bin ${PROJECT_BINARY_DIR}/bin)
     if(variant STREQUAL "exercise")
@@ -105,8 +142,17 @@ function(usp_chapter_test nn)
       usp_test(NAME ${T_NAME} SOURCES ${T_VARIANT_SOURCES} LABEL ch${nn} RANKS ${T_RANKS} ${timeout_arg}
                LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_solution ${chapter_libs})
     else()
-      usp_test(NAME ${T_NAME}_exercise SOURCES ${T_VARIANT_SOURCES} LABEL ex${nn} RANKS ${T_RANKS} ${timeout_arg}
-               CONFIGURATIONS exercises LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_exercise ${chapter_libs})
+      set(label ex${nn})
+      set(exclude)
+      if(variant STREQUAL "mutant")
+        set(label mu${nn})
+        set(exclude EXCLUDE_FROM_ALL)
+      endif()
+      usp_test(NAME ${T_NAME}_${variant} SOURCES ${T_VARIANT_SOURCES} LABEL ${label} RANKS ${T_RANKS} ${timeout_arg}
+               ${exclude} CONFIGURATIONS ${variant}s LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_${variant} ${chapter_libs})
+      if(variant STREQUAL "mutant")
+        add_dependencies(usp_mutants_ch${nn} ${T_NAME}_mutant)
+      endif()
     endif()
   endforeach()
 endfunction()

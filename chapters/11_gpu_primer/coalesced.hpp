@@ -42,9 +42,11 @@ USP_HD Cell coalesced_cell(int bx, int by, int t);
 // The definition of coalesced_cell, header-only so that the kernel and the CPU tests compile the
 // same code: solutions/11_gpu_primer/coalesced_cell.hpp, or in chapter 11's exercise build the
 // student's exercises/11_gpu_primer/coalesced_cell.hpp. Each variant of chapter 11's library sets
-// USP_CH11_EXERCISES (0 or 1) for itself and for what links it (chapters/11_gpu_primer/CMakeLists.txt).
+// USP_CH11_EXERCISES (0, 1, or 2 for the mutant copy of ./usp test --mutants) for itself and for what links it (chapters/11_gpu_primer/CMakeLists.txt).
 #include "chapters/11_gpu_primer/exercise_variant.hpp"
-#if USP_CH11_EXERCISES
+#if USP_CH11_EXERCISES == 2
+#include "mutant/solutions/11_gpu_primer/coalesced_cell.hpp"
+#elif USP_CH11_EXERCISES == 1
 #include "exercises/11_gpu_primer/coalesced_cell.hpp"
 #else
 #include "solutions/11_gpu_primer/coalesced_cell.hpp"

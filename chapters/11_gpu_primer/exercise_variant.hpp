@@ -2,7 +2,8 @@
 // header-only (a kernel can only inline a device function it sees), so the choice between
 // solutions/11_gpu_primer/ and exercises/11_gpu_primer/ is made when a file is compiled, not
 // when it is linked: chapter 11's library is built once per variant, and each variant sets
-// USP_CH11_EXERCISES to 0 (solutions) or 1 (exercises) for itself and, publicly, for every
+// USP_CH11_EXERCISES to 0 (solutions), 1 (exercises) or 2 (the mutant copy that
+// `./usp test --mutants` patches, cmake/UspChapter.cmake) for itself and, publicly, for every
 // target that links it (chapters/11_gpu_primer/CMakeLists.txt). Both variants sit side by side
 // in one build tree; no program links both.
 //

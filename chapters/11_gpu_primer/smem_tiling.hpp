@@ -44,7 +44,9 @@ USP_HD float smem_tile_dot(const float* As, const float* Bs, int ty, int tx, flo
 // solutions/11_gpu_primer/smem_tile_body.hpp, or in chapter 11's exercise build the student's
 // exercises/11_gpu_primer/smem_tile_body.hpp.
 #include "chapters/11_gpu_primer/exercise_variant.hpp"
-#if USP_CH11_EXERCISES
+#if USP_CH11_EXERCISES == 2
+#include "mutant/solutions/11_gpu_primer/smem_tile_body.hpp"
+#elif USP_CH11_EXERCISES == 1
 #include "exercises/11_gpu_primer/smem_tile_body.hpp"
 #else
 #include "solutions/11_gpu_primer/smem_tile_body.hpp"
