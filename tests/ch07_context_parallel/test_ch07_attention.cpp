@@ -66,6 +66,9 @@ TEST_CASE("the layout (exercise 07.2): every token on one rank, the ring's block
   // W = 2, zig-zag, rank 0 at step 1 holds rank 1's chunks {1, 2}: its chunk 3 sees both fully,
   // its chunk 0 neither.
   CHECK(ring_step_blocks(CpSharding::zigzag, 2, 0, 1) == std::vector<Block>{{3, 1, false}, {3, 2, false}});
+  // W = 4, zig-zag, rank 1 at step 1 holds rank 0's chunks {0, 7} (the ring passes K/V from rank
+  // r to r + 1): its chunks 1 and 6 see chunk 0 fully, chunk 7 not at all.
+  CHECK(ring_step_blocks(CpSharding::zigzag, 4, 1, 1) == std::vector<Block>{{1, 0, false}, {6, 0, false}});
   for (CpSharding s : {CpSharding::contiguous, CpSharding::zigzag})
     for (int W : {1, 2, 3, 4, 8}) {
       INFO(sharding_name(s) << ", W = " << W);
@@ -147,6 +150,45 @@ TEST_CASE("the merge (exercise 07.1): two key blocks merged = attention over bot
   CHECK(elementwise_mismatch(dq2.to_floats(), dq.to_floats(), Tolerance::absolute(2e-6)) == "");
   CHECK(elementwise_mismatch(dk2.to_floats(), dk.to_floats(), Tolerance::absolute(2e-6)) == "");
   CHECK(elementwise_mismatch(dv2.to_floats(), dv.to_floats(), Tolerance::absolute(2e-6)) == "");
+}
+
+TEST_CASE("the merge (exercise 07.1): a block that sees nothing of a row changes nothing, even while the row is empty",
+          "[ch07]") {
+  // Queries at positions 0..3 see none of keys 6..11: that block's lse is -inf on every row, and
+  // it comes first, so it meets a running result that is empty too (lse -inf as well: the case
+  // where the log-sum-exp rule divides -inf by -inf). Then keys 0..5: the result must be attention
+  // over all twelve keys, which is attention over 0..5.
+  const std::int64_t B = 1, H = 2, G = 1, D = 4, Tq = 4;
+  const Tensor q = random_tensor({B, Tq, H, D}, "q0"), k = random_tensor({B, 12, G, D}, "k0"),
+               v = random_tensor({B, 12, G, D}, "v0"), dout = random_tensor({B, Tq, H, D}, "dout0");
+  const Tensor qp = iota(Tq, 0);
+  Tensor out = Tensor::empty({B, Tq, H, D}), lse = Tensor::empty({B, H, Tq});
+  ops::attention_block_forward(q, k, v, qp, iota(12, 0), out, lse);
+  Tensor acc = Tensor::zeros({B, Tq, H, D}), acc_lse = Tensor::empty({B, H, Tq});
+  for (std::int64_t i = 0; i < acc_lse.numel(); ++i) acc_lse.data<float>()[i] = -INFINITY;
+  std::vector<Tensor> block_out, block_lse;
+  for (std::int64_t k0 : {6, 0}) {
+    block_out.push_back(Tensor::empty({B, Tq, H, D}));
+    block_lse.push_back(Tensor::empty({B, H, Tq}));
+    ops::attention_block_forward(q, take_tokens(k, k0, 6), take_tokens(v, k0, 6), qp, iota(6, static_cast<std::int32_t>(k0)),
+                                 block_out.back(), block_lse.back());
+    merge_partial_attention(acc, acc_lse, block_out.back(), block_lse.back());
+    if (k0 == 6) {
+      INFO("exercise 07.1: after merging a block that saw no key of any row into an empty result, "
+           "the result must still be empty: out 0, lse -inf");
+      for (float x : acc.to_floats()) REQUIRE(x == 0.0f);
+      for (float x : acc_lse.to_floats()) REQUIRE(x == -INFINITY);
+    }
+  }
+  // As in the two-block case above: a few ulps of values of order 1.
+  CHECK(elementwise_mismatch(acc.to_floats(), out.to_floats(), Tolerance::absolute(1e-6)) == "");
+  CHECK(elementwise_mismatch(acc_lse.to_floats(), lse.to_floats(), Tolerance::absolute(1e-6)) == "");
+  // The block that saw nothing gets no gradient at all (0, not NaN).
+  Tensor dob = Tensor::empty({B, Tq, H, D}), dlb = Tensor::empty({B, H, Tq});
+  merge_partial_attention_backward(dout, out, lse, block_out[0], block_lse[0], dob, dlb);
+  INFO("exercise 07.1: the gradient of a block that saw nothing of a row must be 0");
+  for (float x : dob.to_floats()) CHECK(x == 0.0f);
+  for (float x : dlb.to_floats()) CHECK(x == 0.0f);
 }
 
 // ---- every context-parallel attention = one device's attention over the whole sequence ----------
