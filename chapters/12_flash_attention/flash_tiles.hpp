@@ -24,7 +24,8 @@ namespace usp::ch12 {
 // After the call the three describe the keys seen so far AND this tile's, so that after the last
 // tile out_i = acc_i / l_i and lse_i = m_i + log l_i. When a row's maximum grows, what was
 // accumulated under the old maximum is rescaled by exp(m_old - m_new). A row that has seen only
-// masked keys keeps m = -inf, l = 0, acc = 0 (never exp(-inf - (-inf)) = NaN).
+// masked keys keeps m = -inf, l = 0, acc = 0 and leaves s as 0 (its probabilities: it saw
+// nothing), never -inf and never exp(-inf - (-inf)) = NaN.
 void online_softmax_update(float* s, const float* v, int rows, int cols, int d, float* m, float* l, float* acc);
 
 // Exercise 12.2 — the backward of one (query tile, key tile) pair, from the saved log-sum-exp.
@@ -47,11 +48,13 @@ struct TileBackwardOut {
   float* dk;  // [cols, d] accumulate
   float* dv;  // [cols, d] accumulate
 };
-// Recompute this pair's probabilities p_ij = exp(s_ij - lse_i) (0 where masked) — never stored
-// for the whole sequence — and accumulate its share of the gradients:
-//   dv_j += Σ_i p_ij · dout_i
-//   dp_ij = dout_i · v_j,   ds_ij = p_ij · (dp_ij - delta_i)
-//   dq_i += scale · Σ_j ds_ij · k_j,   dk_j += scale · Σ_i ds_ij · q_i
+// The forward computed out_i = Σ_j p_ij · v_j over all keys, with p_ij = exp(s_ij - lse_i) (0 where
+// masked). Given dout = ∂L/∂out, this call ADDS to dq, dk and dv this pair's share of ∂L/∂q,
+// ∂L/∂k and ∂L/∂v: the terms of the chain rule that go through the p_ij of this tile pair — so
+// that summing the calls over every key tile (for dq) and every query tile (for dk, dv) gives
+// the whole gradients. p is recomputed from lse, never stored for the whole sequence; the two
+// scratch tiles are yours to use. Masked pairs contribute nothing. Deriving the formulas is the
+// exercise (the chapter's README, section 2, asks the questions that lead there).
 void tile_backward(const TileBackwardIn& in, const TileBackwardOut& out);
 
 }  // namespace usp::ch12

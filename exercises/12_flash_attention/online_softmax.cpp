@@ -10,9 +10,7 @@ namespace usp::ch12 {
 
 void online_softmax_update(float* s, const float* v, int rows, int cols, int d, float* m, float* l, float* acc) {
   (void)s, (void)v, (void)rows, (void)cols, (void)d, (void)m, (void)l, (void)acc;
-  // TODO: per row, the tile's maximum, the new running maximum, rescale l and acc by
-  // exp(m_old - m_new), turn s into exp(s - m_new) and add it to l; then acc += p·v (a loop, or
-  // ops::detail::sgemm from common/ops/gemm.hpp).
+  // Your code: the contract (what m, l, acc and s mean before and after) is in flash_tiles.hpp.
   throw NotImplemented("exercise 12.1: online_softmax_update (fold one key tile into the running softmax)");
 }
 

@@ -9,8 +9,8 @@ namespace usp::ch12 {
 
 void tile_backward(const TileBackwardIn& in, const TileBackwardOut& out) {
   (void)in, (void)out;
-  // TODO: s = q·kᵀ·scale and dp = dout·vᵀ into the scratch tiles, p = exp(s - lse_i) (0 where
-  // masked), ds = p·(dp - delta_i); then dv += pᵀ·dout, dq += scale·ds·k, dk += scale·dsᵀ·q.
+  // Your code: the contract is in flash_tiles.hpp; the questions that lead to the formulas are in
+  // the chapter's README, section 2.
   throw NotImplemented("exercise 12.2: tile_backward (one tile pair of the backward from the saved log-sum-exp)");
 }
 

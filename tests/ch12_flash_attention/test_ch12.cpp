@@ -41,6 +41,11 @@ TEST_CASE("exercise 12.1: one tile folded into the running softmax, by hand", "[
   CHECK((m[1] == -kInf && l[1] == 0 && acc[1] == 0));
   CHECK(s1[1] == Approx(1.0));  // s now holds exp(s - m): the tile's unnormalised probabilities
   CHECK(s1[0] == Approx(1.0 / 3));
+  // Row 1's probabilities are 0 (it sees no key), never -inf or NaN: s leaves the call as
+  // probabilities on every row.
+  INFO("exercise 12.1: s[1][j] of the row that saw only masked keys must be its probability, 0");
+  CHECK(s1[2] == 0.0f);
+  CHECK(s1[3] == 0.0f);
   // A second tile of one key (v = 4), scored log 6 by row 0 and 0 by row 1: row 0's old sums are
   // rescaled by exp(log 3 − log 6) = 1/2: l = 4/6 + 1, acc = 7/6 + 4; row 1 starts: (0, 1, 4).
   float s2[] = {std::log(6.0f), 0.0f};
