@@ -27,15 +27,17 @@ RankOps afab(int p, int m);
 
 // Exercise 08.1: one forward, one backward (PipeDream-Flush, Megatron-LM's default).
 // Returns [p] lists of F(j, 0) and BW(j, 0) ops (chunk 0: one chunk per rank, rank r holds
-// stage r). Rank r runs:
-//   warm-up    the forwards of the first min(p-1-r, m) micro-batches, in order;
-//   steady     then, while forwards remain: the next forward, then the backward of the oldest
-//              micro-batch whose forward has run (one in, one out);
-//   cool-down  the backwards left, oldest first.
-// Every micro-batch 0 .. m-1 gets exactly one F and one BW on every rank, each rank's F's and
-// BW's in micro-batch order. Any p, m >= 1 (m < p just means a shorter warm-up).
-// Why: after the warm-up a rank never holds more than p - r micro-batches' activations (AFAB
-// holds m), and the pipeline's idle time stays AFAB's (p-1)(t_F + t_BW) per rank.
+// stage r), with the semantics of schedule.hpp (an op waits for its input from the neighbouring
+// stage). What the lists must satisfy:
+//   - every micro-batch 0 .. m-1 gets exactly one F and one BW on every rank, each rank's F's
+//     and BW's in micro-batch order;
+//   - the shape: a warm-up of forwards, then a steady phase that alternates one forward and one
+//     backward (the oldest micro-batch whose forward has run), then the backwards left;
+//   - memory: rank r never holds more than p - r micro-batches' activations (F run, BW not yet);
+//   - time: the pipeline idles no more than AFAB's (p-1)(t_F + t_BW) per rank, whatever the
+//     ratio t_BW / t_F (validate_schedule and simulate in schedule.hpp measure both).
+// The warm-up's length on each rank follows from the last two: that is the exercise. Any p,
+// m >= 1 (m < p: every micro-batch fits in the warm-up).
 RankOps one_f_one_b(int p, int m);
 
 // Interleaved 1F1B (Megatron-LM): v chunks per rank, looped layout (chunk c of rank r is stage
@@ -49,15 +51,17 @@ RankOps interleaved_1f1b(int p, int m, int v);
 // Exercise 08.2: ZB-H1, the zero-bubble paper's memory-efficient schedule (Qi et al., "Zero
 // Bubble Pipeline Parallelism", 2023). Returns [p] lists of F(j, 0), B(j, 0) and W(j, 0): the
 // backward is split into B (input gradient: what the previous stage waits for) and W (weight
-// gradient: nobody waits for it). Rank r runs 1F1B's order of F and B (the B in BW's place),
-// and its W's lag its B's by r: after its i-th B (i = 0 .. m-1, counting in the steady and the
-// cool-down phase alike) it runs W(i - r) if i >= r; the last r W's run after the last B, in
-// micro-batch order. Every micro-batch gets exactly one F, B and W on every rank, W(j) after
-// B(j). Any p, m >= 1.
+// gradient: nobody waits for it). What the lists must satisfy:
+//   - every micro-batch gets exactly one F, B and W on every rank, W(j) after B(j), each kind
+//     in micro-batch order;
+//   - F's and B's in 1F1B's order (exercise 08.1's, with B in BW's place);
+//   - each W runs as soon as it may without costing time: right after a B, except that rank r
+//     defers as many W's as fill its share of the cool-down, and runs those after its last B;
+//   - with m >= p and t_W <= t_B every rank idles (p-1)(t_F + t_B - t_W) (a third of 1F1B's when
+//     t_F = t_B = t_W), while holding at most p micro-batches' activations (F to W).
+// How many W's rank r defers, and which B each W follows, is the exercise. Any p, m >= 1.
 // Why: a B no longer waits for the W's of the stages after it, so the backward reaches rank 0
-// sooner, and the W's that rank r postponed fill its cool-down bubble. With m >= p every rank
-// idles (p-1)(t_F + t_B - t_W) (a third of 1F1B's when t_F = t_B = t_W) as long as t_W <= t_B,
-// while every rank holds at most p micro-batches' activations (F to W), as 1F1B's rank 0 does.
+// sooner, and the W's that rank r postponed fill its cool-down bubble.
 RankOps zb_h1(int p, int m);
 
 // ZB-H2, the zero-bubble paper's zero-bubble schedule (Qi et al. 2023, section 2.2): more memory

@@ -24,14 +24,16 @@ namespace usp::plan {
 //   flight under 1F1B, the last one the logits: which one wins depends on the layout.
 std::int64_t layout_bytes(const PlanLayout& l);
 
-// (b) TP's communication time per optimizer step, in seconds, on one rank. Megatron's blocks do,
-//   per decoder layer and micro-batch, 2 all-reduces of the [mbs·s, h] activations in forward
-//   (after attention and after the MLP) and 2 in backward (their conjugates): 4 per layer, each of
-//   mbs·s·h elements of kBytes bytes. A ring all-reduce of S bytes over t ranks moves
-//   S·2(t-1)/t bytes through each rank's link; it runs at the bus bandwidth of the level the TP
-//   group spans (cluster.bus(cluster.all_reduce, nodes), with nodes = nodes_spanned(t, 1,
-//   gpus_per_node): consecutive ranks), times kBandwidthEfficiency. A rank runs L/pp layers and
-//   gas micro-batches per step. Nothing hides it (each all-reduce's result is the next op's
+// (b) TP's communication time per optimizer step, in seconds, on one rank. What it models:
+//   Megatron's column -> row blocks (chapter 06), in attention and in the MLP of every decoder
+//   layer, each ending in an all-reduce of the [tokens, h] activations of the tokens this rank
+//   holds in forward, and each with its conjugate in backward. Under context parallelism a rank
+//   holds mbs · s/cp of them (its CP group's share of the sequence): its TP group reduces those
+//   rows only. An element is kBytes bytes. Each all-reduce is a ring over the tp ranks (chapter
+//   00: what does a ring move through each rank's link?) at the bus bandwidth of the level the
+//   TP group spans, cluster.bus(cluster.all_reduce, nodes_spanned(tp, 1, gpus_per_node))
+//   (consecutive ranks), times kBandwidthEfficiency. Count what one rank does in one step: its
+//   L/pp layers, gas micro-batches. Nothing hides it (each all-reduce's result is the next op's
 //   input). 0 when tp = 1.
 double tp_seconds(const PlanLayout& l, const Cluster& cluster);
 

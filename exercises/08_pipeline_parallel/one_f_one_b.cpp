@@ -13,8 +13,8 @@ namespace usp::ch08 {
 RankOps one_f_one_b(int p, int m) {
   (void)p, (void)m;
   throw NotImplemented(
-      "exercise 08.1: one_f_one_b (hint: rank r can only run forwards until micro-batch 0 has been "
-      "through the p-1-r stages after it and back; from then on, one forward in, one backward out)");
+      "exercise 08.1: one_f_one_b (hint: how long does micro-batch 0's gradient take to come back "
+      "to rank r, and how many forwards fit in that time?)");
 }
 
 }  // namespace usp::ch08

@@ -13,9 +13,8 @@ namespace usp::ch08 {
 RankOps zb_h1(int p, int m) {
   (void)p, (void)m;
   throw NotImplemented(
-      "exercise 08.2: zb_h1 (hint: start from 1F1B's order with B in place of the whole backward; "
-      "the stage before waits for B, nobody waits for W, so rank r can hold r W's back for its "
-      "cool-down)");
+      "exercise 08.2: zb_h1 (hint: the stage before waits for B, nobody waits for W: while the "
+      "gradient travels down to rank 0, what could rank r be doing?)");
 }
 
 }  // namespace usp::ch08

@@ -9,15 +9,12 @@ namespace usp::plan {
 
 std::int64_t layout_bytes(const PlanLayout& l) {
   (void)l;
-  // TODO: the largest over the pipeline stages of calc::memory_per_rank(...).total(), the last
-  // stage with its logits.
   throw NotImplemented("exercise 10.1: layout_bytes (the memory-feasibility filter)");
 }
 
 double tp_seconds(const PlanLayout& l, const Cluster& cluster) {
   (void)l;
   (void)cluster;
-  // TODO: 4 all-reduces per layer and micro-batch, over the level of the hierarchy the TP group spans.
   throw NotImplemented("exercise 10.1: tp_seconds (TP's communication per step)");
 }
 

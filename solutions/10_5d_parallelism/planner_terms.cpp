@@ -24,7 +24,8 @@ double tp_seconds(const PlanLayout& l, const Cluster& cl) {
   const calc::TrainingSetup& s = l.setup;
   if (s.tp == 1) return 0;
   const double t = static_cast<double>(s.tp);
-  const double activation = static_cast<double>(s.mbs * s.seq * s.model.hidden) * kBytes;  // one all-reduce's S
+  // One all-reduce's S: the activations of this rank's tokens, s/cp of each sequence under CP.
+  const double activation = static_cast<double>(s.mbs * (s.seq / s.cp) * s.model.hidden) * kBytes;
   const double through_link = activation * 2.0 * (t - 1) / t;                             // the ring's per-rank bytes
   const double bandwidth = cl.bus(cl.all_reduce, nodes_spanned(s.tp, 1, cl.gpus_per_node)) * kBandwidthEfficiency;
   const double per_step = 4.0 * static_cast<double>(s.model.layers) / static_cast<double>(s.pp) *

@@ -110,6 +110,14 @@ TEST_CASE("exercise 10.1 (b): TP's all-reduces per step at the bandwidth of the 
   l.setup.pp = 1;
   l.gas = 1;
   CHECK(tp_seconds(l, open) == Approx(4.0 * 32 * 4096.0 * 4096.0 * 2.0 * 2.0 * 15 / 16 / (361.75e9 * 0.46)).epsilon(1e-12));
+  // Under CP 2 each CP rank holds 2048 of the 4096 tokens, and its TP group all-reduces those
+  // rows only: tp 2 × cp 2, one stage, 4 micro-batches: 4 × 32 layers × 4 = 512 all-reduces of
+  // 2048·4096·2 bytes, 2·1/2 of each through the link, inside a node.
+  l.setup.tp = 2;
+  l.setup.cp = 2;
+  l.gas = 4;
+  INFO("exercise 10.1: tp 2 x cp 2 on the 8.86B model, s 4096: TP reduces each CP rank's s/cp tokens");
+  CHECK(tp_seconds(l, cl) == Approx(512.0 * 2048 * 4096.0 * 2.0 * 1.0 / (435.97e9 * 0.46)).epsilon(1e-12));
 }
 
 TEST_CASE("the pipeline bubble is chapter 08's simulator's; CP and ZeRO-3 add their collectives", "[plan]") {

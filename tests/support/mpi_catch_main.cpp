@@ -148,8 +148,10 @@ int main(int argc, char** argv) {
     rt.abort(1);
   }
 
-  if (!g_first_failure.empty())
-    std::cerr << "usp: first failure on rank " << rt.rank() << ": " << g_first_failure << std::endl;
+  if (!g_first_failure.empty()) {
+    std::cout << std::flush;  // after Catch's report, not inside it
+    std::cerr << ("usp: first failure on rank " + std::to_string(rt.rank()) + ": " + g_first_failure + "\n") << std::flush;
+  }
   auto flag = usp::Tensor::from_floats({failed > 0 ? 1.0f : 0.0f}, {1});
   rt.world().all_reduce(flag, usp::ReduceOp::sum);
   const int failed_ranks = static_cast<int>(flag.to_floats()[0]);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # new_mutant.sh NN.K-name "what is wrong": turns your uncommitted edit of solutions/NN_name/ into
 # tests/mutants/NN.K-name.patch (first line: "# what is wrong") and restores the solution.
+# Commit the solution first: everything uncommitted under solutions/NN_name/ goes into the patch.
 # Then: ./usp test --mutants NN.K-name must say "caught".
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
