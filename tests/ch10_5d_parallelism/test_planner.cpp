@@ -67,6 +67,12 @@ TEST_CASE("exercise 10.1 (a): layout_bytes is the most loaded pipeline stage's m
   SECTION("pp = 1: the one stage, with its logits") {
     CHECK(layout_bytes(l) == per_param * (table + 16 * layer + h + table) + 16 * input + logits);
   }
+  SECTION("cp = 2: a CP rank computes the loss of its s/cp tokens only, so it holds s/cp rows of logits") {
+    l.setup.cp = 2;
+    l.setup.dp = 1;
+    INFO("exercise 10.1 (a): cp 2, mbs 8, s 4096: logits of 8 x 2048 rows x 128256 columns, fp32, twice");
+    CHECK(layout_bytes(l) == calc::memory_per_rank(l.setup).total() + 2 * 4 * 8 * (s / 2) * v);
+  }
   SECTION("pp = 16, mbs 8: the last stage (head + logits) outweighs the first (16 micro-batches in flight)") {
     l.setup.pp = 16;
     l.gas = 16;
