@@ -64,7 +64,7 @@ std::vector<float> as_held(const std::vector<float>& full_flat, const ModelConfi
 
 }  // namespace
 
-TEST_CASE("dispatch then combine: every row at its expert, grouped by expert, and back bit for bit", "[ch09][mpi]") {
+TEST_CASE("exercise 09.1: the dispatch puts every row at its expert, grouped by expert; the combine brings it back bit for bit", "[ch09][mpi]") {
   Communicator& w = world();
   const int W = w.size();
   for (DType dt : {DType::f32, DType::bf16}) {
@@ -111,7 +111,7 @@ TEST_CASE("dispatch then combine: every row at its expert, grouped by expert, an
   }
 }
 
-TEST_CASE("combine alone: results grouped by local expert go back to the rows they came from", "[ch09][mpi]") {
+TEST_CASE("exercise 09.2: the combine alone sends results grouped by local expert back to the rows they came from", "[ch09][mpi]") {
   // The route and the experts' layout written out by hand (no dispatch): rank s sends
   // (s + e) % 3 rows to expert e; the results are the received rows themselves (identity experts),
   // so the return trip must give every rank its own rows back, in place.

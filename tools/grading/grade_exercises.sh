@@ -28,7 +28,7 @@ if [[ -n "$only" ]]; then
   [[ " ${ids[*]} " == *" $nn.$only "* ]] ||
     { echo "grade: chapter $nn has no exercise $nn.$only (its exercises: ${ids[*]})" >&2; exit 2; }
 fi
-stub_patterns="$(grep -ohE "\"exercise ${nn}\.[0-9]+: [A-Za-z_0-9]+" "$exdir"/* | tr -d '"' | sort -u)"
+stub_patterns="$(grep -ohE "\"exercise ${nn}\.[0-9]+: [A-Za-z_0-9:]+" "$exdir"/* | tr -d '"' | sort -u)"
 
 logs="$build/Testing/grades"
 mkdir -p "$logs"
