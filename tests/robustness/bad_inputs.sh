@@ -38,6 +38,29 @@ EOF
 llama_config "$FIX/huge_vocab" 1000000000000000
 llama_config "$FIX/no_weights" 256
 mkdir -p "$FIX/broken_json" && printf '{"vocab_size": ' > "$FIX/broken_json/config.json"
+mixtral_config() {  # mixtral_config DIR CAPACITY_FACTOR: a 4-expert config.json with usp_capacity_factor
+  mkdir -p "$1"
+  cat > "$1/config.json" <<EOF
+{"model_type": "mixtral", "hidden_act": "silu", "vocab_size": 256, "hidden_size": 64,
+ "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+ "intermediate_size": 192, "max_position_embeddings": 4096, "torch_dtype": "float32",
+ "num_local_experts": 4, "num_experts_per_tok": 2, "usp_capacity_factor": $2}
+EOF
+}
+mixtral_config "$FIX/huge_capacity" 1e300
+mkdir -p "$FIX/config_is_dir/config.json"
+mkdir -p "$FIX/config_is_fifo" && mkfifo "$FIX/config_is_fifo/config.json"
+cluster() {  # cluster FILE GPUS_PER_NODE MEMORY_GB NODES ALL_REDUCE: a cluster file for usp_plan --cluster
+  cat > "$1" <<EOF
+{"name": "test", "gpus_per_node": $2, "peak_tflops": 989.5, "memory_gb": $3,
+ "bus_bandwidth_gbps": {"nodes": $4, "all_reduce": $5, "all_gather": [250, 100], "reduce_scatter": [250, 100]}}
+EOF
+}
+cluster "$FIX/negative_bandwidth.json" 8 80 "[1, 2]" "[436, -100]"
+cluster "$FIX/huge_gpus.json" 4294967304 80 "[1, 2]" "[436, 100]"
+cluster "$FIX/huge_memory.json" 8 1e308 "[1, 2]" "[436, 100]"
+cluster "$FIX/unsorted_nodes.json" 8 80 "[2, 1]" "[436, 100]"
+touch "$FIX/a_save_file"
 mkdir -p "$FIX/negative_step"
 cat > "$FIX/negative_step/trainer_state.json" <<EOF
 {"step": -3, "seed": 1234, "data": "synthetic", "seq": 128, "global_batch": 4, "losses": []}
