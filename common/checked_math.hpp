@@ -5,10 +5,12 @@
 //   const Count bytes = Count(seq) * mbs * hidden * 2;   // throws OverflowError if it wraps
 //   std::int64_t b = bytes.value();
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 
 #include "common/error.hpp"
+#include "common/number_text.hpp"
 
 namespace usp {
 
@@ -69,6 +71,17 @@ class Count {
  private:
   std::int64_t v_;
 };
+
+// ceil(x) as a count, for a count computed in floating point (a capacity, a scaled size): throws
+// OverflowError naming `what` when x is not finite or ceil(x) does not fit in a signed 64-bit
+// integer, where a plain static_cast would be undefined (in practice INT64_MIN: negative).
+inline std::int64_t checked_ceil(double x, const std::string& what) {
+  const double c = std::ceil(x);
+  // 2^63 is exact as a double; every finite double below it converts exactly.
+  if (!(c >= -9223372036854775808.0 && c < 9223372036854775808.0))
+    throw OverflowError("size overflow: " + what + " = " + format_double(x) + " does not fit in a 64-bit integer");
+  return static_cast<std::int64_t>(c);
+}
 
 // ceil(n / d) for n >= 0, d >= 1, without the n + d - 1 that can overflow.
 inline std::int64_t div_round_up(std::int64_t n, std::int64_t d) { return n / d + (n % d != 0 ? 1 : 0); }

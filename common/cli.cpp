@@ -8,16 +8,11 @@
 
 #include "common/error.hpp"
 #include "common/json.hpp"
+#include "common/number_text.hpp"
 
 namespace usp {
 
 namespace {
-
-// Shortest text that reads back as the same double (1, 0.0003, 1e-08), for help and messages.
-std::string format_double(double v) {
-  char buf[32];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general).ptr);
-}
 
 // from_chars refuses a leading '+'; a user may well write one.
 const char* skip_plus(const std::string& text) {

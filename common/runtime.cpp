@@ -269,12 +269,15 @@ bool Runtime::parse(Cli& cli, int argc, const char* const* argv) {
     if (is_root()) std::cout << cli.help() << std::flush;
     return false;
   }
-  // The results directory is checked before any work: empty, not creatable or not writable is a
-  // usage error now, not a failure after minutes of training. Rank 0 writes the results.
-  if (cli.declared("out"))
-    agree([&] {
-      if (is_root()) require_output_dir(cli.get_string("out"));
-    });
+  // The results directory, and the checkpoint directory of --save when one is asked for, are
+  // checked before any work: empty, an existing file, not creatable or not writable is a usage
+  // error now, not a failure after minutes of training (found by every rank at the end). Rank 0
+  // writes them.
+  agree([&] {
+    if (!is_root()) return;
+    if (cli.declared("out")) require_output_dir(cli.get_string("out"));
+    if (cli.declared("save") && !cli.get_string("save").empty()) require_output_dir(cli.get_string("save"), "--save");
+  });
   return true;
 }
 
@@ -295,6 +298,7 @@ void Runtime::abort(int code) {
 }
 
 int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
+  ignore_file_size_signal();
   std::unique_ptr<Runtime> rt;
   try {
     rt = std::make_unique<Runtime>(argc, argv);
@@ -306,7 +310,7 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
   }
   const int rank = rt->rank();
   try {
-    return body(*rt);
+    return finish_stdout(body(*rt));
   } catch (const CollectiveExit& e) {
     return e.code;  // every rank agreed; the message is out
   } catch (const UsageError& e) {

@@ -60,7 +60,7 @@ class Runtime {
 
   // Agreement points (collective: every rank calls them in the same order).
   // parse: returns false after --help was printed (by rank 0); throws CollectiveExit{2} after
-  // a bad flag was reported, or when the program's --out directory cannot be written.
+  // a bad flag was reported, or when the program's --out directory (or --save, when given) cannot be written.
   bool parse(Cli& cli, int argc, const char* const* argv);
   // Stops the job with message when cond is false on any rank.
   void require(bool cond, const std::string& message);

@@ -25,6 +25,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/json.hpp"
+#include "common/tool_main.hpp"
 
 namespace {
 
@@ -102,6 +103,9 @@ TrainingSetup setup_from_cli(const Cli& cli) {
   s.zero = static_cast<int>(cli.get_int("zero"));
   s.tp = cli.get_int("tp");
   s.sp = cli.get_flag("sp");
+  if (s.sp && s.tp == 1)
+    throw UsageError("--sp needs --tp > 1: sequence parallelism splits the norms' and dropouts' activations over the "
+                     "tensor-parallel group");
   s.cp = cli.get_int("cp");
   s.pp = cli.get_int("pp");
   s.ep = cli.get_int("ep");
@@ -293,6 +297,15 @@ int calc_main(int argc, char** argv) {
     return 0;
   }
   if (cli.given("sweep")) {
+    // A figure's sweep fixes its own models, sequences and layouts: a flag that would shape the
+    // configuration is refused, never silently ignored.
+    for (const char* flag : {"model", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "tied", "seq", "mbs",
+                             "precision", "recompute", "fp32-grad-accum", "dp", "zero", "tp", "sp", "cp", "pp", "ep",
+                             "json", "recipes"})
+      if (cli.given(flag))
+        throw UsageError(std::string("--") + flag + " does not go with --sweep " + cli.get_string("sweep") +
+                         ": a figure's sweep fixes its own models and layouts (leave --" + flag +
+                         " out, or drop --sweep for one configuration)");
     const std::vector<SweepRow> rows = run_sweep(figure_by_name(cli.get_string("sweep")));
     if (cli.given("csv")) {
       write_sweep_csv(cli.get_string("csv"), rows);
@@ -322,14 +335,4 @@ int calc_main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return calc_main(argc, argv);
-  } catch (const usp::UsageError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "fatal: " << e.what() << '\n';
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return usp::run_tool(argc, argv, calc_main); }

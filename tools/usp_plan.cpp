@@ -18,6 +18,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/json.hpp"
+#include "common/tool_main.hpp"
 #include "chapters/10_5d_parallelism/planner.hpp"
 
 namespace {
@@ -52,7 +53,17 @@ int plan_main(int argc, char** argv) {
   if (cli.get_int("gpus-per-node") > 0) cluster.gpus_per_node = static_cast<int>(cli.get_int("gpus-per-node"));
   if (req.seq > req.model.max_seq)
     throw UsageError("--seq " + std::to_string(req.seq) + " exceeds the model's max_seq " + std::to_string(req.model.max_seq));
-  const std::vector<PlannedLayout> all = search_layouts(req, cluster);
+  SearchCounts counts;
+  const std::vector<PlannedLayout> all = search_layouts(req, cluster, &counts);
+  if (counts.factored == 0) {
+    const std::int64_t world = static_cast<std::int64_t>(req.nodes) * cluster.gpus_per_node;
+    throw UsageError("no layout factors the " + std::to_string(world) + " GPUs (" + std::to_string(req.nodes) +
+                     " node(s) × " + std::to_string(cluster.gpus_per_node) + "): dp · tp · pp · cp must equal them with tp "
+                     "and cp powers of two, pp dividing the " + std::to_string(req.model.layers) +
+                     " layers, and dp · mbs dividing the " + std::to_string(req.global_batch_tokens / req.seq) +
+                     " samples of a step (--global-batch-tokens / --seq); choose another --nodes (e.g. a power "
+                     "of two)");
+  }
   const std::size_t top = std::min<std::size_t>(all.size(), static_cast<std::size_t>(cli.get_int("top")));
 
   if (cli.get_flag("json")) {
@@ -96,20 +107,10 @@ int plan_main(int argc, char** argv) {
                 p.layout.schedule().c_str(), static_cast<double>(p.memory_bytes) / 1e9, p.tokens_per_second_per_gpu,
                 100 * p.mfu, p.time.total(), p.time.compute, p.time.dp, p.time.tp, p.time.cp, p.time.pp_bubble + p.time.pp_p2p);
   }
-  if (all.empty()) std::printf("  (no layout fits: more nodes, or a smaller model)\n");
+  if (all.empty()) std::printf("  (no layout fits in the GPUs' memory: more nodes, or a smaller model)\n");
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return plan_main(argc, argv);
-  } catch (const usp::UsageError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "fatal: " << e.what() << '\n';
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return usp::run_tool(argc, argv, plan_main); }

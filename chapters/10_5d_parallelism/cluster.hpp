@@ -28,7 +28,16 @@ struct Cluster {
 
   // The playbook's cluster (its NCCL medians).
   static Cluster playbook();
-  // From a JSON file (UsageError naming the file and the problem).
+  // The largest values a cluster file may give: far above any real cluster, small enough that
+  // every product the planner forms stays finite and every count fits an int.
+  static constexpr std::int64_t kMaxGpusPerNode = 1024;
+  static constexpr std::int64_t kMaxNodes = 1 << 20;
+  static constexpr double kMaxTflops = 1e6;          // per GPU
+  static constexpr double kMaxMemoryGb = 1e6;        // per GPU
+  static constexpr double kMaxBandwidthGbps = 1e6;   // bus bandwidth of a group
+  // From a JSON file (UsageError naming the file and the problem): gpus_per_node and the node
+  // counts integers in [1, their max], peak_tflops, memory_gb and every bandwidth in (0, max],
+  // the node counts strictly ascending from 1.
   static Cluster from_file(const std::string& path);
 
   // The bus bandwidth of a group spanning `spanned` nodes: the table's entry at the largest

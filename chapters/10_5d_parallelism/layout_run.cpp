@@ -8,6 +8,7 @@
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/loss_agreement.hpp"
 #include "common/train/training_summary.hpp"
 
 namespace usp::ch10 {
@@ -47,10 +48,7 @@ bool LayoutRun::memory_as_predicted() const {
 }
 
 double LayoutRun::max_relative_loss_gap() const {
-  double gap = 0;
-  for (std::size_t s = 0; s < losses.size() && s < reference.size(); ++s)
-    gap = std::max(gap, std::fabs(losses[s] - reference[s]) / reference[s]);
-  return gap;
+  return max_loss_gap(losses, reference, true);
 }
 
 LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,

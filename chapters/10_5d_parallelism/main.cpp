@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "chapters/10_5d_parallelism/campaign.hpp"
+#include "chapters/10_5d_parallelism/layout_flags.hpp"
 #include "chapters/10_5d_parallelism/layout_report.hpp"
 #include "chapters/10_5d_parallelism/layout_run.hpp"
 #include "chapters/10_5d_parallelism/memory_by_dimension.hpp"
@@ -72,21 +73,6 @@ std::vector<Planned> default_layouts(int W) {
   return out;
 }
 
-// The flags' layout: dp defaults to what W leaves.
-Layout5d layout_from_flags(const Cli& cli, int W) {
-  const int tp = static_cast<int>(cli.get_int("tp")), pp = static_cast<int>(cli.get_int("pp"));
-  const int cp = static_cast<int>(cli.get_int("cp"));
-  const int dp = cli.given("dp") ? static_cast<int>(cli.get_int("dp")) : std::max(1, W / (tp * pp * cp));
-  Layout5d l = layout_of(dp, tp, pp, cp, static_cast<int>(cli.get_int("ep")), static_cast<int>(cli.get_int("zero")),
-                         ch08::parse_schedule_kind(cli.get_string("schedule")), static_cast<int>(cli.get_int("m")));
-  l.v = static_cast<int>(cli.get_int("v"));
-  l.attention = cli.get_string("attention") == "ring"         ? ch07::CpAttention::ring
-                : cli.get_string("attention") == "all-gather" ? ch07::CpAttention::all_gather
-                                                              : ch07::CpAttention::all_to_all;
-  l.sharding = cli.get_string("sharding") == "zig-zag" ? ch07::CpSharding::zigzag : ch07::CpSharding::contiguous;
-  return l;
-}
-
 // A mixture of experts for the MoE layouts (--experts, or 4 experts top-2 with a capacity).
 TrainingConfig moe_config(TrainingConfig cfg) {
   if (cfg.model.is_moe()) return cfg;
@@ -123,8 +109,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::vector<Planned> layouts;
   plan::Cluster cluster = plan::Cluster::playbook();
   rt.agree([&] {
-    const bool chosen = cli.given("dp") || cli.given("tp") || cli.given("pp") || cli.given("cp") || cli.given("ep");
-    if (chosen) layouts.push_back({layout_from_flags(cli, W), in.config.model.is_moe()});
+    require_layout_flags_used(cli, W);
+    if (layout_chosen(cli)) layouts.push_back({layout_from_flags(cli, W), in.config.model.is_moe()});
     else layouts = default_layouts(W);
     for (const Planned& p : layouts)
       check_layout_5d(p.layout, W, (p.moe ? moe_config(in.config) : in.config).model, in.config.seq);

@@ -7,7 +7,8 @@
 
 namespace usp::plan {
 
-std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& cl) {
+std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& cl, SearchCounts* counts) {
+  SearchCounts seen;
   if (r.nodes < 1) throw UsageError("--nodes must be >= 1, got " + std::to_string(r.nodes));
   if (r.seq < 1 || r.global_batch_tokens % r.seq != 0)
     throw UsageError("--global-batch-tokens " + std::to_string(r.global_batch_tokens) +
@@ -57,6 +58,7 @@ std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& c
                 s.dp = dp, s.zero = zero, s.tp = tp, s.pp = pp, s.cp = cp;
                 l.gas = gas;
                 l.kind = kind;
+                ++seen.factored;
                 const std::int64_t bytes = layout_bytes(l);  // the most loaded stage (exercise 10.1)
                 if (static_cast<double>(bytes) > cl.memory_bytes) continue;
                 PlannedLayout p{l, bytes, step_time(l, cl), 0, 0};
@@ -70,6 +72,7 @@ std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& c
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const PlannedLayout& a, const PlannedLayout& b) { return a.mfu > b.mfu; });
+  if (counts) *counts = seen;
   return out;
 }
 

@@ -35,10 +35,17 @@ struct PlannedLayout {
   double tokens_per_second_per_gpu = 0;
 };
 
-// Every fitting layout, best MFU first. UsageError when the request cannot be planned: nodes < 1,
+// What the search saw: the layouts that factor the world and the batch (before the memory filter).
+// None: the node count itself is the problem, not the model's size.
+struct SearchCounts {
+  std::int64_t factored = 0;
+};
+
+// Every fitting layout, best MFU first (counts, when given, says how many factored). UsageError when the request cannot be planned: nodes < 1,
 // a global batch not a multiple of seq, a fixed tp or pp that does not divide the cluster's GPUs
 // (the world must factor as dp · tp · pp), a fixed tp larger than a node when the cluster keeps
 // TP inside nodes, a fixed pp above the layers or not dividing them.
-std::vector<PlannedLayout> search_layouts(const PlanRequest& request, const Cluster& cluster);
+std::vector<PlannedLayout> search_layouts(const PlanRequest& request, const Cluster& cluster,
+                                          SearchCounts* counts = nullptr);
 
 }  // namespace usp::plan

@@ -32,6 +32,7 @@
 #include "common/runtime.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/loss_agreement.hpp"
 
 namespace {
 
@@ -50,6 +51,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("bench-heads", 8, "heads of the table's attention (head dim 64)", 1, 128);
   cli.add_int("gpu-seq", 4096, "sequence length of the GPU ladder's timing (B 1, H 16, D 128)", 16, 16384);
   if (!rt.parse(cli, argc, argv)) return 0;
+  rt.require(rt.size() == 1, "chapter 12 runs on one device: launch it without mpirun (or with -np 1)");
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   std::vector<std::int64_t> seqs;
   rt.agree([&] { seqs = parse_size_list(cli.get_string("seqs"), "--seqs", 1, 1 << 16); });
@@ -96,9 +98,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // 3. Training.
   const TrainingConfig& cfg = in.config;
   const TrainingRun naive = train_with(cfg, *in.data, false, tiles), flash = train_with(cfg, *in.data, true, tiles);
-  double gap = 0;
-  for (std::size_t s = 0; s < naive.losses.size(); ++s)
-    gap = std::max(gap, std::fabs(naive.losses[s] - flash.losses[s]) / naive.losses[s]);
+  const double gap = max_loss_gap(flash.losses, naive.losses, true);
   std::printf("\n3. %s trained %lld steps on %lld × %lld tokens with each attention, on %s:\n", cfg.model.str().c_str(),
               static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs), static_cast<long long>(cfg.seq),
               cfg.device.str().c_str());

@@ -30,6 +30,7 @@
 #include "common/runtime.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/loss_agreement.hpp"
 
 namespace {
 
@@ -84,6 +85,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("bench-params", 16 << 20, "P: parameters of the AdamW chain", 1, std::int64_t{1} << 32);
   cli.add_int("reps", 5, "timed repetitions per variant (the median is reported)", 1, 1000);
   if (!rt.parse(cli, argc, argv)) return 0;
+  rt.require(rt.size() == 1, "chapter 13 runs on one device: launch it without mpirun (or with -np 1)");
   const TrainingInputs in = agree_training_inputs(rt, cli);
   if (in.config.dtype != DType::f32)
     throw UsageError("chapter 13's fused residual + RMSNorm (exercise 13.1) is an fp32 kernel: use --precision fp32");
@@ -158,8 +160,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   // 3. Training with the fused norm.
   const TrainingConfig& cfg = in.config;
   const std::vector<double> plain = train_losses(cfg, *in.data, false), fused = train_losses(cfg, *in.data, true);
-  double gap = 0;
-  for (std::size_t s = 0; s < plain.size(); ++s) gap = std::max(gap, std::fabs(plain[s] - fused[s]) / plain[s]);
+  const double gap = max_loss_gap(fused, plain, true);
   std::printf("\n3. %s trained %lld steps on %lld × %lld tokens, with the core's add + norm and with the fused kernel:\n",
               cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
               static_cast<long long>(cfg.seq));

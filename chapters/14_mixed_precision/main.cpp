@@ -33,6 +33,8 @@
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/finite_loss.hpp"
+#include "common/train/loss_agreement.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
 
@@ -45,6 +47,16 @@ double mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+// The "max |Δ| vs fp32" cell: the largest gap to the fp32 run, or "diverged at step N" where the
+// recipe's loss became NaN or infinite: a result of this chapter, never counted as agreeing.
+std::string gap_cell(const std::vector<double>& losses, const std::vector<double>& fp32) {
+  const std::int64_t diverged = first_non_finite(losses);
+  if (diverged >= 0) return "diverged at step " + std::to_string(diverged);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", max_loss_gap(losses, fp32, false));
+  return buf;
 }
 
 std::string curves_csv(const std::vector<PrecisionRun>& runs) {
@@ -122,21 +134,22 @@ void print_recipes(const TrainingConfig& cfg, const std::vector<PrecisionRun>& r
               "narrow ones):\n",
               cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
               static_cast<long long>(cfg.seq));
-  std::printf("   %-13s %10s %10s %16s %8s %14s %14s %10s %10s\n", "recipe", "first", "last", "max |Δ| vs fp32",
+  std::printf("   %-13s %10s %10s %20s %8s %14s %14s %10s %10s\n", "recipe", "first", "last", "max |Δ| vs fp32",
               "skipped", "zero grads", "subnormal", "inf", "NaN");
   const PrecisionRun& ref = runs.front();
   j.key("recipes").begin_array();
   for (const PrecisionRun& r : runs) {
-    double gap = 0;
-    for (std::size_t s = 0; s < r.losses.size(); ++s) gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
-    std::printf("   %-13s %10.4f %10.4f %16.2e %8lld %13.2f%% %13.2f%% %9.2f%% %9.2f%%\n", r.recipe.c_str(),
-                r.losses.front(), r.losses.back(), gap, static_cast<long long>(r.skipped_steps),
+    const double gap = max_loss_gap(r.losses, ref.losses, false);
+    std::printf("   %-13s %10.4f %10.4f %20s %8lld %13.2f%% %13.2f%% %9.2f%% %9.2f%%\n", r.recipe.c_str(),
+                r.losses.front(), r.losses.back(), gap_cell(r.losses, ref.losses).c_str(),
+                static_cast<long long>(r.skipped_steps),
                 100.0 * mean(r.zero_fraction), 100.0 * mean(r.subnormal_fraction), 100.0 * mean(r.inf_fraction),
                 100.0 * mean(r.nan_fraction));
     j.begin_object()
         .field("recipe", r.recipe)
         .field("final_loss", r.losses.back())
         .field("max_abs_gap_to_fp32", gap)
+        .field("diverged_at_step", first_non_finite(r.losses))
         .field("skipped_steps", r.skipped_steps)
         .field("mean_zero_grad_fraction", mean(r.zero_fraction))
         .field("mean_subnormal_grad_fraction", mean(r.subnormal_fraction))
@@ -159,25 +172,23 @@ void print_fp8_runs(const PrecisionRun& ref, const std::vector<Fp8Run>& fp8, con
                     JsonWriter& j) {
   std::printf("\n3. The same model with its attention and MLP matmuls in FP8 (e4m3 forward, e5m2 gradients, fp32 "
               "accumulation; emulated):\n");
-  std::printf("   %-15s %10s %10s %16s %30s\n", "recipe", "first", "last", "max |Δ| vs fp32",
+  std::printf("   %-15s %10s %10s %20s %30s\n", "recipe", "first", "last", "max |Δ| vs fp32",
               "flushed to 0: act / w / grad");
   std::ostringstream csv;
   csv << "recipe,step,loss\n";
   for (std::size_t i = 0; i < ref.losses.size(); ++i) csv << "fp32," << i << ',' << ref.losses[i] << '\n';
   j.key("fp8").begin_array();
   for (const Fp8Run& r : fp8) {
-    double gap = 0;
-    for (std::size_t s = 0; s < r.losses.size(); ++s) {
-      gap = std::max(gap, std::fabs(r.losses[s] - ref.losses[s]));
-      csv << r.recipe << ',' << s << ',' << r.losses[s] << '\n';
-    }
-    std::printf("   %-15s %10.4f %10.4f %16.2e %9.2f%% %8.2f%% %8.2f%%\n", r.recipe.c_str(), r.losses.front(),
-                r.losses.back(), gap, 100.0 * r.activations.flushed_fraction(), 100.0 * r.weights.flushed_fraction(),
+    const double gap = max_loss_gap(r.losses, ref.losses, false);
+    for (std::size_t s = 0; s < r.losses.size(); ++s) csv << r.recipe << ',' << s << ',' << r.losses[s] << '\n';
+    std::printf("   %-15s %10.4f %10.4f %20s %9.2f%% %8.2f%% %8.2f%%\n", r.recipe.c_str(), r.losses.front(),
+                r.losses.back(), gap_cell(r.losses, ref.losses).c_str(), 100.0 * r.activations.flushed_fraction(), 100.0 * r.weights.flushed_fraction(),
                 100.0 * r.gradients.flushed_fraction());
     j.begin_object()
         .field("recipe", r.recipe)
         .field("final_loss", r.losses.back())
         .field("max_abs_gap_to_fp32", gap)
+        .field("diverged_at_step", first_non_finite(r.losses))
         .field("activations_flushed_fraction", r.activations.flushed_fraction())
         .field("weights_flushed_fraction", r.weights.flushed_fraction())
         .field("gradients_flushed_fraction", r.gradients.flushed_fraction())
@@ -221,6 +232,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", 1.0, 1e30);
   cli.add_int("growth-interval", 4, "good steps in a row before the loss scale doubles", 1, 1 << 30);
   if (!rt.parse(cli, argc, argv)) return 0;
+  rt.require(rt.size() == 1, "chapter 14 runs on one device: launch it without mpirun (or with -np 1)");
   const TrainingInputs in = agree_training_inputs(rt, cli);
   if (cli.given("precision"))
     throw UsageError("ch14_mixed_precision trains every precision itself: leave out --precision");
@@ -279,6 +291,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                             .chapter_json = j.str()});
     return 0;
   }
+  // fp32 is the reference every recipe is measured against: its divergence is an error.
+  require_finite_losses(runs.front().losses, runs.front().recipe);
   print_recipes(cfg, runs, j);
   print_memory(runs, j);
   write_file_atomic(out + "/loss_curves.csv", curves_csv(runs));
@@ -299,7 +313,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   j.end_object();
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "14_mixed_precision", .losses = runs[1].losses, .flags_json = cli.values_json(),
-                          .chapter_json = j.str()});
+                          .chapter_json = j.str(), .non_finite_is_result = true});
   std::printf("\nwrote %s/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv, fp8_curves.csv\n", out.c_str());
   return 0;
 }

@@ -5,13 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/io/input_file.hpp"
 #include "common/rng.hpp"
 
 namespace usp {
 
 TextCorpus::TextCorpus(const std::string& path, std::uint64_t seed) : path_(path), seed_(seed) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw UsageError("text file '" + path + "' not found");
+  require_input_file(path, "text file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("text file '" + path + "' could not be opened");
   std::ostringstream ss;

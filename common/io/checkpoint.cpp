@@ -6,10 +6,12 @@
 #include <fstream>
 #include <set>
 
+#include "common/io/input_file.hpp"
 #include "common/io/json_value.hpp"
 #include "common/io/output_file.hpp"
 #include "common/io/safetensors.hpp"
 #include "common/json.hpp"
+#include "common/number_text.hpp"
 
 namespace usp {
 
@@ -28,10 +30,23 @@ std::string who(const std::string& dir) { return "checkpoint '" + dir + "'"; }
 // The directory exists, and so does the file in it; else the clear message.
 std::string need_file(const std::string& dir, const char* file, const char* hint = "") {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw UsageError(who(dir) + " not found (no such directory)");
+  if (!fs::exists(dir, ec)) throw UsageError(who(dir) + " not found (no such directory)");
+  if (!fs::is_directory(dir, ec)) throw UsageError(who(dir) + " is not a directory (a checkpoint is a directory of files)");
   const std::string path = in_dir(dir, file);
-  if (!fs::is_regular_file(path, ec)) throw UsageError(who(dir) + " has no " + file + hint);
+  if (!fs::exists(path, ec)) throw UsageError(who(dir) + " has no " + file + hint);
+  require_input_file(path, who(dir) + ": its file");
   return path;
+}
+
+// A weight read from a checkpoint must be a number: a NaN or an infinity (a run saved after it
+// diverged, a damaged file) would train or evaluate to NaN without a word. UsageError naming the
+// file, the tensor and the first bad element.
+void require_finite_tensor(const std::string& dir, const char* file, const std::string& name, const Tensor& t) {
+  const std::vector<float> values = t.to_floats();
+  for (std::size_t k = 0; k < values.size(); ++k)
+    if (!std::isfinite(values[k]))
+      throw UsageError(who(dir) + ": " + file + " holds a non-finite value (" + format_double(values[k]) +
+                       ") in tensor '" + name + "', element " + std::to_string(k) + "; a checkpoint of a diverged run?");
 }
 
 // The shortest decimal that reads back as the same double ("1e-05", "0.02"; integral values
@@ -310,6 +325,7 @@ void load_params(const std::string& dir, ParamStore& params) {
       throw UsageError(who(dir) + ": model.safetensors holds '" + p.name + "' as " + shape_str(e.shape) +
                        ", the model expects " + shape_str(p.shape));
     file.read_into(p.name, params.param(static_cast<int>(i)));
+    require_finite_tensor(dir, kModelFile, p.name, params.param(static_cast<int>(i)));
   }
 }
 
@@ -346,6 +362,9 @@ void load_optimizer(const std::string& dir, AdamW& opt) {
   file.read_into("adamw.m", opt.m());
   file.read_into("adamw.v", opt.v());
   if (saved_master) file.read_into("adamw.master", opt.master());
+  require_finite_tensor(dir, kOptimizerFile, "adamw.m", opt.m());
+  require_finite_tensor(dir, kOptimizerFile, "adamw.v", opt.v());
+  if (saved_master) require_finite_tensor(dir, kOptimizerFile, "adamw.master", opt.master());
   opt.set_step_count(meta_int(file, dir, "step"));
 }
 

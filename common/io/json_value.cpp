@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/io/input_file.hpp"
 
 namespace usp {
 
@@ -47,8 +48,7 @@ JsonValue parse_json(const std::string& text, const std::string& what) {
 }
 
 JsonValue read_json_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw UsageError(what + " '" + path + "' not found");
+  require_input_file(path, what);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(what + " '" + path + "' could not be opened");
   std::ostringstream ss;

@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <utility>
 
 #include "common/error.hpp"
@@ -40,11 +42,30 @@ bool write_all(int fd, std::string_view content) {
 
 }  // namespace
 
+void ignore_file_size_signal() {
+  static const bool xfsz_ignored = std::signal(SIGXFSZ, SIG_IGN) != SIG_ERR;
+  (void)xfsz_ignored;
+}
+
+int finish_stdout(int code) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return code;
+  int why = errno;
+  std::cout.clear();
+  std::clearerr(stdout);
+  // The failed write may lie further back (a flush inside the program), its errno since
+  // overwritten: one more byte asks the destination again why it refuses.
+  if (why == 0 && ::write(STDOUT_FILENO, "\n", 1) < 0) why = errno;
+  std::cerr << "fatal: cannot write the standard output: " << (why != 0 ? std::strerror(why) : "write error") << std::endl;
+  return 1;
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   // A write past the file size limit (ulimit -f) must fail with EFBIG, which we report, rather
   // than kill the process with SIGXFSZ, which leaves no message and a missing result.
-  static const bool xfsz_ignored = std::signal(SIGXFSZ, SIG_IGN) != SIG_ERR;
-  (void)xfsz_ignored;
+  ignore_file_size_signal();
   if (path_.empty()) throw Error("cannot write a file with an empty name");
   const std::string given = path_;  // for messages: the name the caller used
   std::error_code ec;

@@ -42,4 +42,14 @@ class AtomicFile {
 // ("--out" unless `flag` says otherwise) when any of that fails.
 void require_output_dir(const std::string& dir, const std::string& flag = "--out");
 
+// Standard output is a result too (usp_calc, usp_plan and usp_eval print theirs there, a chapter
+// its tables): usp::run and usp::run_tool (common/tool_main.hpp) apply both of these.
+// ignore_file_size_signal: from now on a write past the file size limit (ulimit -f) fails with
+// EFBIG, which is reported, instead of killing the process with SIGXFSZ and no message.
+void ignore_file_size_signal();
+// Flushes std::cout and C's stdout. Returns code when everything printed reached its destination;
+// otherwise prints "fatal: cannot write the standard output: <why>" on stderr and returns 1
+// (a full disk, /dev/full, a size limit: never exit 0 with the output lost).
+int finish_stdout(int code);
+
 }  // namespace usp

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/io/input_file.hpp"
 #include "common/io/json_value.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
@@ -115,8 +116,8 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const std::string me = quoted(path);
+  require_input_file(path, "safetensors file");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw UsageError(me + " not found");
   file_size_ = std::filesystem::file_size(path, ec);
   if (ec) throw UsageError(me + " could not be read: " + ec.message());
   std::ifstream in(path, std::ios::binary);

@@ -5,6 +5,7 @@
 #include "common/checked_math.hpp"
 #include "common/enum_names.hpp"
 #include "common/error.hpp"
+#include "common/number_text.hpp"
 
 namespace usp {
 
@@ -40,6 +41,10 @@ void ModelConfig::validate() const {
                        "the number of experts (" + std::to_string(experts) + ")");
     if (!(capacity_factor >= 0))
       throw UsageError("model: the capacity factor must be > 0 (or 0 for dropless routing)");
+    if (!(capacity_factor <= static_cast<double>(experts)))
+      throw UsageError("model: the capacity factor must be at most the number of experts (" + std::to_string(experts) +
+                       "): at " + std::to_string(experts) + " each expert may already take every assignment; got " +
+                       format_double(capacity_factor) + " (0 for dropless routing)");
     if (!(router_aux_loss_coef >= 0)) throw UsageError("model: the router's aux-loss coefficient must be >= 0");
   }
   if (!(rope_theta > 0)) throw UsageError("model: rope_theta must be > 0");

@@ -54,7 +54,7 @@ struct ModelConfig {
 
   // Throws UsageError naming the first inconsistency (every size in [1, its kMax above], heads
   // must divide hidden, kv_heads must divide heads, head_dim must be even for RoPE; with experts,
-  // 1 <= experts_per_token <= experts, capacity_factor >= 0, router_aux_loss_coef >= 0).
+  // 1 <= experts_per_token <= experts, 0 <= capacity_factor <= experts, router_aux_loss_coef >= 0).
   void validate() const;
 
   // Exact parameter count of this architecture (what ParamStore allocates):

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "common/checked_math.hpp"
 #include "common/dtype.hpp"
 #include "common/error.hpp"
 #include "common/ops/ops.hpp"
@@ -108,9 +109,10 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   r.aux *= static_cast<double>(E);
 
   // ---- capacity: keep assignments in token order until their expert is full -----------------
-  const std::int64_t cap = c.capacity_factor > 0
-                               ? static_cast<std::int64_t>(std::ceil(c.capacity_factor * static_cast<double>(N * K) / E))
-                               : N * K;
+  const std::int64_t cap =
+      c.capacity_factor > 0
+          ? std::min(N * K, checked_ceil(c.capacity_factor * static_cast<double>(N * K) / E, "the expert capacity"))
+          : N * K;
   r.kept.assign(static_cast<std::size_t>(E), 0);
   std::vector<std::int64_t> slot(static_cast<std::size_t>(N * K), -1);  // position within its expert
   for (std::int64_t a = 0; a < N * K; ++a) {

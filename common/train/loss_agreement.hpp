@@ -15,10 +15,15 @@
 
 namespace usp {
 
+// The largest gap between a run's losses and a reference's over their common steps: |a - b|, or
+// |a - b| / |b| when relative. A NaN or an infinity on either side makes it +inf: a diverged run
+// never agrees (std::max would silently drop a NaN).
+double max_loss_gap(const std::vector<double>& run, const std::vector<double>& reference, bool relative);
+
 struct LossAgreement {
   double max_relative_difference = 0;  // over the runs and steps, against the first run
   double allowed = 0;                  // the tolerance above, for the runs' dtype
-  bool agree() const { return max_relative_difference <= allowed; }
+  bool agree() const { return max_relative_difference <= allowed; }  // false for +inf (a diverged run)
 };
 
 // losses[run][step]; every run as many steps as the first.

@@ -3,6 +3,7 @@
 #include "common/checked_math.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
+#include "common/number_text.hpp"
 
 namespace usp {
 
@@ -104,14 +105,24 @@ TrainingConfig training_config_from(const Cli& cli, TrainingDevices devices, int
   if (cli.get_flag("tied")) s.model.tied_embeddings = true;
   if (cli.declared("experts")) {
     s.model.experts = cli.get_int("experts");
+    if (s.model.experts == 0)
+      for (const char* flag : {"top-k", "capacity-factor", "dropless", "aux-coef"})
+        if (cli.given(flag))
+          throw UsageError(std::string("--") + flag + " shapes a mixture of experts: give --experts E > 0 with it "
+                           "(the dense MLP has no router)");
     s.model.experts_per_token = cli.get_int("top-k");
     s.model.router_aux_loss_coef = cli.get_float("aux-coef");
     if (cli.given("capacity-factor")) {
       if (cli.get_flag("dropless")) throw UsageError("--capacity-factor and --dropless contradict each other: give one");
       if (!(cli.get_float("capacity-factor") > 0))
         throw UsageError("--capacity-factor must be > 0 (each expert's share of the assignments it may take; "
-                         "--dropless for no capacity), got " + std::to_string(cli.get_float("capacity-factor")));
+                         "--dropless for no capacity), got " + format_double(cli.get_float("capacity-factor")));
       s.model.capacity_factor = cli.get_float("capacity-factor");
+      if (s.model.capacity_factor > static_cast<double>(s.model.experts))
+        throw UsageError("--capacity-factor " + format_double(s.model.capacity_factor) + " exceeds the " +
+                         std::to_string(s.model.experts) + " experts (--experts): at a factor of " +
+                         std::to_string(s.model.experts) +
+                         " each expert may already take every assignment (--dropless for no capacity)");
     }
     if (s.model.experts > 0) s.model.name = s.model.name + "-moe";
     if (s.model.experts > 0 && s.model.experts_per_token > s.model.experts)

@@ -1,5 +1,7 @@
 #include "common/train/training_summary.hpp"
 
+#include "common/train/finite_loss.hpp"
+
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 
@@ -41,6 +43,7 @@ void write_training_summary(Communicator& world, const std::string& path, const 
   for (int op = 0; op < kNumCommOps; ++op) mine.push_back(static_cast<std::int64_t>(stats.bytes_sent[static_cast<std::size_t>(op)]));
   const auto all = gather_int64(world, mine);
   if (world.rank() != 0) return;
+  if (!s.non_finite_is_result) require_finite_losses(s.losses);
 
   JsonWriter j;
   j.begin_object();

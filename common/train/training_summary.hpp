@@ -24,13 +24,18 @@ struct TrainingSummary {
   // This rank's training traffic, when it went over other communicators than world (a mesh's
   // groups); null: world's own counters.
   const CommStats* comm = nullptr;
+  // A non-finite loss is an error (finite_loss.hpp): the summary is refused and the run fails,
+  // unless the chapter reports divergence as a result of its own (chapter 14's recipes; NaN is
+  // written as null).
+  bool non_finite_is_result = false;
 };
 
 // Every rank's values gathered on every rank (collective over comm, on whatever device its tensors
 // live: a device communicator's go through its device): [rank][i].
 std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const std::vector<std::int64_t>& mine);
 
-// Gathers this rank's tracker peaks and comm stats, and writes path on rank 0.
+// Gathers this rank's tracker peaks and comm stats, and writes path on rank 0; on rank 0, a
+// non-finite loss in s.losses is a fatal error first (require_finite_losses).
 void write_training_summary(Communicator& world, const std::string& path, const TrainingSummary& s);
 
 }  // namespace usp

@@ -26,11 +26,12 @@ std::string byte_ramp(std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("text corpus: missing and too-short files are named", "[io][data]") {
+TEST_CASE("text corpus: missing, non-regular and too-short files are named", "[io][data]") {
   TempDir dir("text_bad");
   CHECK_THROWS_AS(TextCorpus(dir / "nope.txt", 1), UsageError);
   CHECK_THROWS_WITH(TextCorpus(dir / "nope.txt", 1), "text file '" + (dir / "nope.txt") + "' not found");
-  CHECK_THROWS_WITH(TextCorpus(dir.str(), 1), "text file '" + dir.str() + "' not found");  // a directory
+  CHECK_THROWS_WITH(TextCorpus(dir.str(), 1), "text file '" + dir.str() + "' is a directory");
+  CHECK_THROWS_WITH(TextCorpus("/dev/zero", 1), Catch::Contains("is not a regular file"));
   const std::string path = dir / "short.txt";
   write_file(path, "0123456789");
   const TextCorpus t(path, 1);
