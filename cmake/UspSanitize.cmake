@@ -14,4 +14,7 @@ if(USP_SANITIZE)
   set(usp_sanitize_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${usp_sanitize_flags}>")
   add_link_options(${usp_sanitize_flags})
+  set(USP_TIMEOUT_SCALE 4)  # tests/CMakeLists.txt: every test's time limit, x4
+else()
+  set(USP_TIMEOUT_SCALE 1)
 endif()

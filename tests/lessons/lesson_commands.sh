@@ -32,7 +32,7 @@ for lesson in "$root"/chapters/[0-9][0-9]_*/README.md; do
     fi
     run="$(sed -E 's/--steps ([1-9][0-9]{2,}|[2-9][0-9]|1[1-9])\b/--steps 4/' <<<"$cmd")"
     t0=$SECONDS rc=0
-    (cd "$scratch/$chapter" && timeout "$limit" bash -c "$run") >"$scratch/out.log" 2>&1 || rc=$?
+    (cd "$scratch/$chapter" && timeout "$limit" bash -c "$run") </dev/null >"$scratch/out.log" 2>&1 || rc=$?
     ran=$((ran + 1))
     if ((rc == 0)); then
       echo "ran      $chapter: $cmd ($((SECONDS - t0)) s)"

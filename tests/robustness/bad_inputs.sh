@@ -15,7 +15,7 @@
 set -u
 table=$(realpath "$1"); bin=$(realpath "$2"); shift 2
 mpiexec=("$@")
-limit=10
+limit=$((10 * ${USP_TIMEOUT_SCALE:-1}))  # seconds per row (x4 under the sanitizers)
 shard=0; shards=1
 if [ -n "${BAD_INPUTS_SHARD:-}" ]; then shard=${BAD_INPUTS_SHARD%/*}; shards=${BAD_INPUTS_SHARD#*/}; fi
 
