@@ -30,6 +30,7 @@ RunReport report_run(Communicator& world, ScheduleRun run) {
   RunReport r;
   r.measured = measured_timeline(run.schedule, run.last_step);
   r.costs = measured_costs(run.schedule, run.last_step);
+  r.load = report::machine_load();
   r.predicted = simulate(run.schedule, r.costs);
   const ExecutedStep& mine = run.last_step[static_cast<std::size_t>(run.pp_rank)];
   std::vector<std::int64_t> mine_costs;  // this rank's chunks' F, B, W times, as sent (bit for bit)
@@ -71,7 +72,8 @@ void print_run(std::ostream& out, const RunReport& r, const TrainingConfig& cfg)
       << "); last step " << r.measured.step_time << " ms, bubble (idle / busy) measured " << std::setprecision(3) << measured
       << ", the simulator on the measured op times " << predicted << " (" << std::showpos << std::setprecision(2)
       << measured - predicted << ", " << (predicted > 0 ? 100 * (measured - predicted) / predicted : 0.0)
-      << std::noshowpos << "%), the formula " << f.text << " = " << std::setprecision(3) << f.value << "\n";
+      << std::noshowpos << "%), the formula " << f.text << " = " << std::setprecision(3) << f.value << "\n"
+      << "  timed at " << report::describe(r.load) << "\n";
   out << "  rank | op times per chunk, ms: F / B / W (BW as B) | peak activations, MiB (in flight) | params held, MiB | sent, MiB\n";
   for (std::size_t w = 0; w < r.params_held.size(); ++w) {
     std::ostringstream ops, act;
@@ -106,6 +108,7 @@ void write_run_json(JsonWriter& j, const RunReport& r) {
   j.key("losses").array(r.run.losses);
   j.field("step_seconds", r.run.median_step_seconds());
   j.field("bubble_measured", r.measured.bubble()).field("bubble_predicted", r.predicted.bubble());
+  j.field("load_average", r.load.load1).field("cores", r.load.cores);
   j.key("params_held").array(r.params_held);
   j.key("peak_activation_bytes").array(r.peak_activation_bytes);
   j.key("peak_in_flight").array(r.peak_in_flight);

@@ -1,6 +1,6 @@
 // What chapter 08 prints and writes about the schedules it ran on MPI ranks (pp_run.hpp): per
 // schedule the losses, the step time, the measured bubble next to the simulator's prediction
-// from the measured op times and the formula, and per rank the op times, peak activations (and
+// from the measured op times and the formula (with the machine's load while it was timed), and per rank the op times, peak activations (and
 // how many micro-batches were in flight), parameters held and bytes sent; the measured and the
 // predicted Gantt charts as CSVs (plots/ch08_gantt_measured.py).
 #pragma once
@@ -11,6 +11,7 @@
 #include "chapters/08_pipeline_parallel/pp_run.hpp"
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
 #include "common/json.hpp"
+#include "common/report/machine_load.hpp"
 
 namespace usp::ch08 {
 
@@ -22,6 +23,7 @@ struct RunReport {
   std::vector<std::int64_t> params_held;  // [world rank]
   std::vector<std::vector<StageCost>> chunk_costs;  // [world rank][chunk]: its pipeline's measured times
   std::vector<std::int64_t> peak_activation_bytes, peak_in_flight, sent_bytes;  // [world rank]
+  report::MachineLoad load;  // while the steps were timed: the measured bubble depends on it
 };
 
 // Collective over world: every rank's numbers gathered.

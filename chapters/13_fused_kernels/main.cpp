@@ -27,6 +27,7 @@
 #include "chapters/13_fused_kernels/gpu_chains.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
+#include "common/report/machine_load.hpp"
 #include "common/runtime.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
@@ -141,6 +142,10 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
               static_cast<long long>(sizes.ffn), static_cast<long long>(sizes.vocab),
               static_cast<long long>(sizes.params), copy);
   print_table(rows, copy, j, "bandwidth");
+  // The bytes are exact; the times (and so GB/s and the share of the copy) are the machine's now.
+  const report::MachineLoad load = report::machine_load();
+  std::printf("   timed at %s\n", report::describe(load).c_str());
+  j.field("load_average", load.load1).field("cores", load.cores);
   write_file_atomic(out + "/fused_bandwidth.csv", bandwidth_csv(rows, copy));
 
   // 2b. The same chains on the GPU, where there is one: the CUDA kernels of kernels/fused.
