@@ -18,8 +18,12 @@ import sys
 from figure_io import parse_args, plt, save  # noqa: E402
 
 COLUMNS = ["schedule", "p", "m", "v", "bubble", "formula", "step_time", "peak_in_flight"]
-STYLE = {"afab": ("AFAB", "tab:blue"), "1f1b": ("1F1B", "tab:orange"),
-         "interleaved": ("interleaved 1F1B", "tab:green"), "zb-h1": ("ZB-H1", "tab:red")}
+# Each schedule its own colour, marker and size. With t_B = t_W, ZB-H2's bubble equals ZB-H1's
+# ((p-1)·t_F per rank both), so its points are drawn larger, under ZB-H1's, and said so.
+STYLE = {"afab": ("AFAB", "tab:blue", "o", 4, 2), "1f1b": ("1F1B", "tab:orange", "s", 4, 2),
+         "interleaved": ("interleaved 1F1B", "tab:green", "^", 4, 2), "zb-h1": ("ZB-H1", "tab:red", "D", 4, 4),
+         "zb-h2": ("ZB-H2 (= ZB-H1 when t_B = t_W)", "tab:purple", "o", 8, 3),
+         "dualpipev": ("DualPipeV", "tab:brown", "P", 4, 3)}
 
 
 def read_sweep(path):
@@ -49,18 +53,20 @@ def main():
     p = rows[0]["p"]
     fig, (ax, mem) = plt.subplots(1, 2, figsize=(12, 4.5))
     for (schedule, v), pts in series(rows).items():
-        name, colour = STYLE.get(schedule, (schedule, "tab:gray"))
+        name, colour, marker, size, z = STYLE.get(schedule, (schedule, "tab:gray", "x", 4, 2))
         label = f"{name}, v = {v}" if schedule == "interleaved" else name
         style = "--" if schedule == "interleaved" and v > 2 else "-"
         ms = [r["m"] for r in pts]
-        ax.plot(ms, [r["formula"] for r in pts], style, color=colour, label=f"{label} (formula)")
-        ax.plot(ms, [r["bubble"] for r in pts], "o", color=colour, markersize=3.5, label=f"{label} (simulated)")
-        mem.plot(ms, [r["peak"] / r["v"] for r in pts], style, marker="o", markersize=3, color=colour, label=label)
+        ax.plot(ms, [r["formula"] for r in pts], style, color=colour, zorder=z, label=f"{label} (formula)")
+        ax.plot(ms, [r["bubble"] for r in pts], marker, color=colour, markersize=size, zorder=z + 1,
+                markerfacecolor="none", label=f"{label} (simulated)")
+        mem.plot(ms, [r["peak"] / r["v"] for r in pts], style, marker=marker, markersize=3.5, color=colour, zorder=z,
+                 markerfacecolor="none", label=label)
     ax.set_xlabel("micro-batches m")
     ax.set_ylabel("bubble = idle / busy time")
     ax.set_yscale("log")
     ax.set_title(f"Pipeline bubble, p = {p} ranks (t_B = t_W = t_F)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="upper right")
     ax.grid(alpha=0.3, which="both")
     mem.set_xlabel("micro-batches m")
     mem.set_ylabel("peak activations in flight (micro-batches)")
