@@ -30,8 +30,13 @@ namespace usp::ch06 {
 // logits [N, V_r] (f32 or bf16; columns [vocab_begin, vocab_begin + V_r) of the full logits),
 // targets [N] i32 (token ids of the FULL vocabulary, V = V_r · tp.size()) ->
 // returns the mean loss over the N rows (the same value on every rank; accumulate in double),
-// and lse [N] f32: each row's log-sum-exp over the full vocabulary (for the backward).
-// Throws usp::Error naming the row for a target outside [0, V).
+// and lse [N] f32: each row's log-sum-exp over the full vocabulary (for the backward). The caller
+// passes lse undefined (a default Tensor) or of any shape: this function allocates it, [N] f32 on
+// logits.device(), category Activation (it lives until the backward).
+// A target outside [0, V) is refused on every rank alike, before any communication (so no rank
+// is left in a collective), with usp::Error whose message contains exactly
+//   "target <id> at row <n> is outside the vocabulary [0, <V>)"
+// (e.g. "target 40 at row 2 is outside the vocabulary [0, 40)"); the tests look for that text.
 double vocab_parallel_cross_entropy(Communicator& tp, const Tensor& logits, const Tensor& targets,
                                     std::int64_t vocab_begin, Tensor& lse);
 

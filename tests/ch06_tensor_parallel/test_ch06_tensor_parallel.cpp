@@ -211,7 +211,10 @@ TEST_CASE("vocabulary-parallel cross-entropy (exercise 06.2) equals the single-d
   // fp32 polynomial, the exercise's libm) and another summation order differ by a few fp32 ulps
   // (6e-8 relative each). Measured ≤ 5e-9 relative; bounded by 1e-6 (16 ulps).
   CHECK(std::fabs(got - want) <= 1e-6 * std::fabs(want));
-  REQUIRE(lse.defined());
+  {
+    INFO("exercise 06.2: vocab_parallel_cross_entropy must allocate lse ([N] f32), rank " << r);
+    REQUIRE(lse.defined());
+  }
   CHECK(lse.numel() == N);
   Tensor dmine = Tensor::empty({N, Vr});
   vocab_parallel_cross_entropy_backward(mine, targets, r * Vr, lse, dmine, 0.5f);
