@@ -44,16 +44,6 @@ void store(const float* tile, const Dims& m, std::int64_t heads, std::int64_t bi
     std::copy_n(tile + r * m.d, m.d, x + ((bi * m.t + r0 + r) * heads + head) * m.d);
 }
 
-// s [nq, nk] = q_tile · k_tileᵀ · scale, -inf where causal masks key k0 + j for query q0 + i.
-void tile_scores(const float* q, const float* k, std::int64_t nq, std::int64_t nk, std::int64_t d, float scale,
-                 bool causal, std::int64_t q0, std::int64_t k0, float* s) {
-  ops::detail::sgemm(false, true, nq, nk, d, scale, q, d, k, d, 0.0f, s, nk);
-  if (causal)
-    for (std::int64_t i = 0; i < nq; ++i)
-      for (std::int64_t j = std::max<std::int64_t>(0, q0 + i - k0 + 1); j < nk; ++j)
-        s[i * nk + j] = -std::numeric_limits<float>::infinity();
-}
-
 Tensor scratch(std::int64_t n) { return Tensor::empty({n}, DType::f32, MemCategory::Temporary); }
 
 }  // namespace
@@ -70,8 +60,7 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   const ops::detail::FloatIn qf(q), kf(k), vf(v);
   ops::detail::FloatOut of(out, false);
   float* lse_out = lse.data<float>();
-  Tensor qt = scratch(br * m.d), kt = scratch(bc * m.d), vt = scratch(bc * m.d), st = scratch(br * bc);
-  Tensor mt = scratch(br), lt = scratch(br), acct = scratch(br * m.d);
+  Tensor qt = scratch(br * m.d), st = scratch(br * bc), mt = scratch(br), lt = scratch(br), ot = scratch(br * m.d);
   const float scale = 1.0f / std::sqrt(static_cast<float>(m.d));
   for (std::int64_t bi = 0; bi < m.b; ++bi)
     for (std::int64_t hq = 0; hq < m.h; ++hq) {
@@ -79,24 +68,25 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
       for (std::int64_t i0 = 0; i0 < m.t; i0 += br) {
         const std::int64_t nq = std::min(br, m.t - i0);
         load(qf.data(), m, m.h, bi, hq, i0, nq, qt.data<float>());
-        float *mi = mt.data<float>(), *li = lt.data<float>(), *acc = acct.data<float>();
-        std::fill_n(mi, nq, -std::numeric_limits<float>::infinity());
-        std::fill_n(li, nq, 0.0f);
-        std::fill_n(acc, nq * m.d, 0.0f);
-        const std::int64_t k_end = causal ? std::min(m.t, i0 + nq) : m.t;  // keys past the diagonal: all masked
-        for (std::int64_t j0 = 0; j0 < k_end; j0 += bc) {
-          const std::int64_t nk = std::min(bc, m.t - j0);
-          load(kf.data(), m, m.g, bi, hk, j0, nk, kt.data<float>());
-          load(vf.data(), m, m.g, bi, hk, j0, nk, vt.data<float>());
-          tile_scores(qt.data<float>(), kt.data<float>(), nq, nk, m.d, scale, causal, i0, j0, st.data<float>());
-          online_softmax_update(st.data<float>(), vt.data<float>(), static_cast<int>(nq), static_cast<int>(nk),
-                                static_cast<int>(m.d), mi, li, acc);
-        }
-        for (std::int64_t r = 0; r < nq; ++r) {
-          for (std::int64_t e = 0; e < m.d; ++e) acc[r * m.d + e] /= li[r];
-          lse_out[(bi * m.h + hq) * m.t + i0 + r] = mi[r] + std::log(li[r]);
-        }
-        store(acc, m, m.h, bi, hq, i0, nq, of.data());
+        // Keys and values are read in place: key j of this kv head is row j of a [T, d] matrix
+        // whose rows are g·d floats apart (the kv heads of a token interleave).
+        QueryTileIn in{qt.data<float>(),
+                       kf.data() + (bi * m.t * m.g + hk) * m.d,
+                       vf.data() + (bi * m.t * m.g + hk) * m.d,
+                       st.data<float>(),
+                       mt.data<float>(),
+                       lt.data<float>(),
+                       static_cast<int>(nq),
+                       static_cast<int>(m.t),
+                       static_cast<int>(bc),
+                       static_cast<int>(m.d),
+                       m.g * m.d,
+                       scale,
+                       causal,
+                       i0,
+                       0};
+        flash_query_tile(in, ot.data<float>(), lse_out + (bi * m.h + hq) * m.t + i0);  // exercise 12.1
+        store(ot.data<float>(), m, m.h, bi, hq, i0, nq, of.data());
       }
     }
   of.store();

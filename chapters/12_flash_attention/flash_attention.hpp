@@ -7,15 +7,13 @@
 //
 // Forward, per (batch, query head) and query tile of q_rows rows (FA2: the query tile is the
 // outer loop, so a GPU gives each tile its own thread block):
-//     m = -inf, l = 0, acc = 0
-//     for each key tile of k_cols keys (causal: only up to the tile holding the diagonal):
-//         s = q_tile · k_tileᵀ / √D (masked -inf)           [q_rows, k_cols], one small GEMM
-//         online_softmax_update(s, v_tile, m, l, acc)       exercise 12.1
-//     out = acc / l,  lse = m + log l
+//     flash_query_tile(q_tile, k, v of the kv head, ...)  exercise 12.1: over the key tiles of
+//         k_cols keys, the online softmax, the final normalisation and the lse
 // Backward, per (batch, query head) and key tile (the outer loop: its dk, dv stay in the tile):
 //     for each query tile that sees it:  tile_backward(...)  exercise 12.2, from the saved lse and
 //     delta = rowsum(dout ∘ out), recomputing the tile's probabilities.
-// Memory beyond the inputs and outputs: the tiles — O(q_rows·k_cols + (q_rows + k_cols)·D) floats,
+// Memory beyond the inputs and outputs: the tiles — O(q_rows·k_cols + (q_rows + k_cols)·D) floats
+// (the forward reads k and v in place),
 // whatever T is (Temporary tensors, so the tracker shows it).
 #pragma once
 #include <cstdint>

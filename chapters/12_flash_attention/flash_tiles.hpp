@@ -1,8 +1,9 @@
-// The two pieces of flash attention that work on ONE tile, on plain fp32 arrays — the exercises.
-// The drivers (flash_attention.cpp) cut q, k, v into tiles, copy each tile into a contiguous
-// buffer and call these; everything about tiling, heads and layouts stays there.
+// The two pieces of flash attention that work on plain fp32 arrays of one head — the exercises:
+// one query tile's whole forward (12.1) and one (query tile, key tile) pair of the backward
+// (12.2). The drivers (flash_attention.cpp) loop over batches, heads and query tiles, copy each
+// query tile into a contiguous buffer and call these; everything about layouts stays there.
 //
-// Notation for one query tile of `rows` queries and one key tile of `cols` keys, head dim d:
+// Notation for a query tile of `rows` queries and a key tile of `cols` keys, head dim d:
 //   s[i][j] = q_i · k_j · scale       (scale = 1/√d), or -inf where key j is masked for query i
 //   (causal: the key's position k0 + j is after the query's q0 + i).
 #pragma once
@@ -10,23 +11,35 @@
 
 namespace usp::ch12 {
 
+// Exercise 12.1 — one query tile's whole forward: the attention of `rows` queries over `keys`
+// keys, walking the keys `cols` at a time, so that no more than one [rows, cols] tile of scores
+// ever exists (the online softmax: the chapter's README, section 1).
+struct QueryTileIn {
+  const float* q;  // [rows, d] the query tile, contiguous: queries at positions q0 .. q0 + rows - 1
+  const float* k;  // key j (0 .. keys-1, at position k0 + j) is k[j·ld .. j·ld + d)
+  const float* v;  // value j likewise: v[j·ld .. j·ld + d)
+  float* s;        // [rows, cols] scratch for one tile of scores (contents undefined on entry)
+  float* m;        // [rows] scratch (contents undefined on entry)
+  float* l;        // [rows] scratch (contents undefined on entry)
+  int rows = 0, keys = 0, cols = 0, d = 0;
+  std::int64_t ld = 0;  // the row stride of k and v, in floats (>= d: the heads of a token interleave)
+  float scale = 1;      // the scores are q_i · k_j · scale
+  bool causal = false;  // key j is masked for query i when its position is after the query's: k0 + j > q0 + i
+  std::int64_t q0 = 0, k0 = 0;
+};
+// Writes, overwriting:
+//   out [rows, d] contiguous: out_i = Σ_j p_ij · v_j, with p_i the softmax of row i's scores over
+//                 its visible keys;
+//   lse [rows]:   lse_i = log Σ_j exp(s_ij) over the visible keys (the backward recomputes p from it).
+// Invariants: the keys are visited tile by tile, in order, tiles of `cols` keys (the last one may be
+// shorter): s holds one tile at a time, m and l one number per row; a causal tile whose keys are
+// all after every query of the tile may be skipped (it contributes nothing). Any rows, keys, cols
+// >= 1. A row that sees no key at all (causal, q0 + i < k0) gets out_i = 0 and lse_i = -inf,
+// never NaN: the ring attention of chapter 07 merges such rows by their lse.
 // The products inside a tile are small matrix products: ops::detail::sgemm (common/ops/gemm.hpp,
-// OpenBLAS) runs them at the CPU's speed, as a GPU kernel runs them on tensor cores; plain loops
+// OpenBLAS) runs them at the CPU's speed (its lda/ldb arguments take the stride ld); plain loops
 // give the same numbers, slower.
-//
-// Exercise 12.1 — the online softmax: fold one key tile into a query tile's running state.
-//   s    [rows, cols]  in: the tile's scaled scores, -inf where masked (a row may be all -inf);
-//                      out: the tile's unnormalised probabilities exp(s - m) under the new m
-//   v    [cols, d]     the tile's values
-//   m    [rows]        the largest score seen so far per row (-inf before the first tile)
-//   l    [rows]        Σ exp(s - m) over the keys seen so far (0 before the first tile)
-//   acc  [rows, d]     Σ exp(s - m) · v over the keys seen so far (0 before the first tile)
-// After the call the three describe the keys seen so far AND this tile's, so that after the last
-// tile out_i = acc_i / l_i and lse_i = m_i + log l_i. When a row's maximum grows, what was
-// accumulated under the old maximum is rescaled by exp(m_old - m_new). A row that has seen only
-// masked keys keeps m = -inf, l = 0, acc = 0 and leaves s as 0 (its probabilities: it saw
-// nothing), never -inf and never exp(-inf - (-inf)) = NaN.
-void online_softmax_update(float* s, const float* v, int rows, int cols, int d, float* m, float* l, float* acc);
+void flash_query_tile(const QueryTileIn& in, float* out, float* lse);
 
 // Exercise 12.2 — the backward of one (query tile, key tile) pair, from the saved log-sum-exp.
 struct TileBackwardIn {

@@ -1,5 +1,6 @@
-// Exercise 12.1: the online softmax of one key tile. The contract is in
-// chapters/12_flash_attention/flash_tiles.hpp, the idea in the chapter's README ("Exercise 12.1").
+// Exercise 12.1: one query tile's forward over every key tile, with the online softmax. The
+// contract is in chapters/12_flash_attention/flash_tiles.hpp (flash_query_tile), the idea and the
+// questions in the chapter's README ("1. The online softmax").
 #include <cmath>
 #include <limits>
 
@@ -8,10 +9,10 @@
 
 namespace usp::ch12 {
 
-void online_softmax_update(float* s, const float* v, int rows, int cols, int d, float* m, float* l, float* acc) {
-  (void)s, (void)v, (void)rows, (void)cols, (void)d, (void)m, (void)l, (void)acc;
-  // Your code: the contract (what m, l, acc and s mean before and after) is in flash_tiles.hpp.
-  throw NotImplemented("exercise 12.1: online_softmax_update (fold one key tile into the running softmax)");
+void flash_query_tile(const QueryTileIn& in, float* out, float* lse) {
+  (void)in, (void)out, (void)lse;
+  throw NotImplemented("exercise 12.1: flash_query_tile (hint: what must you keep per row so that a tile of "
+                       "keys can be folded in and forgotten?)");
 }
 
 }  // namespace usp::ch12

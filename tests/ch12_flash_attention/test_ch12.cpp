@@ -28,35 +28,68 @@ const float kInf = std::numeric_limits<float>::infinity();
 
 }  // namespace
 
-TEST_CASE("exercise 12.1: one tile folded into the running softmax, by hand", "[ch12]") {
-  // Two rows, d = 1. Row 0 first sees scores {0, log 3} with v {1, 2}: m = log 3, l = 1/3 + 1,
-  // acc = 1/3·1 + 1·2. Row 1 sees only masked keys: it must stay (−inf, 0, 0).
-  float s1[] = {0.0f, std::log(3.0f), -kInf, -kInf};
-  const float v1[] = {1.0f, 2.0f};
-  float m[] = {-kInf, -kInf}, l[] = {0, 0}, acc[] = {0, 0};
-  online_softmax_update(s1, v1, 2, 2, 1, m, l, acc);
-  CHECK(m[0] == Approx(std::log(3.0)));
-  CHECK(l[0] == Approx(4.0 / 3));
-  CHECK(acc[0] == Approx(7.0 / 3));
-  CHECK((m[1] == -kInf && l[1] == 0 && acc[1] == 0));
-  CHECK(s1[1] == Approx(1.0));  // s now holds exp(s - m): the tile's unnormalised probabilities
-  CHECK(s1[0] == Approx(1.0 / 3));
-  // Row 1's probabilities are 0 (it sees no key), never -inf or NaN: s leaves the call as
-  // probabilities on every row.
-  INFO("exercise 12.1: s[1][j] of the row that saw only masked keys must be its probability, 0");
-  CHECK(s1[2] == 0.0f);
-  CHECK(s1[3] == 0.0f);
-  // A second tile of one key (v = 4), scored log 6 by row 0 and 0 by row 1: row 0's old sums are
-  // rescaled by exp(log 3 − log 6) = 1/2: l = 4/6 + 1, acc = 7/6 + 4; row 1 starts: (0, 1, 4).
-  float s2[] = {std::log(6.0f), 0.0f};
-  const float v2[] = {4.0f};
-  float m2[] = {m[0], m[1]};
-  online_softmax_update(s2, v2, 2, 1, 1, m2, l, acc);
-  CHECK(m2[0] == Approx(std::log(6.0)));
-  CHECK(l[0] == Approx(4.0 / 6 + 1));
-  CHECK(acc[0] == Approx(7.0 / 6 + 4));
-  CHECK(acc[0] / l[0] == Approx((1 * 1.0 + 2 * 3.0 + 4 * 6.0) / (1 + 3 + 6.0)));  // softmax-weighted v
-  CHECK((m2[1] == 0 && l[1] == 1 && acc[1] == 4));
+namespace {
+
+// Runs exercise 12.1 on one query tile with NaN-filled scratch (its contents are undefined on
+// entry) and keys/values stored `ld` = 2 floats apart with NaN between them (d = 1), so that a
+// wrong stride or a read of stale scratch shows.
+struct TileRun {
+  std::vector<float> out, lse;
+};
+TileRun run_query_tile(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v, int cols,
+                       bool causal, std::int64_t q0, std::int64_t k0) {
+  const int rows = static_cast<int>(q.size()), keys = static_cast<int>(k.size());
+  std::vector<float> ks(2 * k.size(), NAN), vs(2 * v.size(), NAN);
+  for (std::size_t j = 0; j < k.size(); ++j) ks[2 * j] = k[j], vs[2 * j] = v[j];
+  std::vector<float> s(static_cast<std::size_t>(rows * cols), NAN), m(q.size(), NAN), l(q.size(), NAN);
+  TileRun r{std::vector<float>(q.size(), NAN), std::vector<float>(q.size(), NAN)};
+  flash_query_tile({q.data(), ks.data(), vs.data(), s.data(), m.data(), l.data(), rows, keys, cols, 1, 2, 1.0f, causal, q0,
+                    k0},
+                   r.out.data(), r.lse.data());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("exercise 12.1: one query tile over three keys in tiles of two, by hand", "[ch12]") {
+  // d = 1, scale 1: row 0 (q = 1) scores the keys {0, log 3, log 6}, row 1 (q = 2) {0, 2 log 3,
+  // 2 log 6}. Softmax weights 1 : 3 : 6 and 1 : 9 : 36 over the values {1, 2, 4}:
+  //   out_0 = (1 + 6 + 24) / 10,  lse_0 = log 10;   out_1 = (1 + 18 + 144) / 46,  lse_1 = log 46.
+  // Tiles of 2 keys: the second tile raises each row's maximum, so what the first tile summed
+  // must be rescaled.
+  const std::vector<float> q{1, 2}, k{0, std::log(3.0f), std::log(6.0f)}, v{1, 2, 4};
+  for (int cols : {2, 1, 3, 8}) {
+    INFO("exercise 12.1: tiles of " << cols << " keys, not causal");
+    const TileRun r = run_query_tile(q, k, v, cols, false, 0, 0);
+    CHECK(r.out[0] == Approx(31.0 / 10));
+    CHECK(r.lse[0] == Approx(std::log(10.0)));
+    CHECK(r.out[1] == Approx(163.0 / 46));
+    CHECK(r.lse[1] == Approx(std::log(46.0)));
+  }
+}
+
+TEST_CASE("exercise 12.1: causal masking, and a row that sees no key at all", "[ch12]") {
+  // Queries at positions 0 and 1, keys at 1, 2, 3 (k0 = 1). Causal: query 0 sees no key (out 0,
+  // lse -inf, never NaN); query 1 sees only the key at its own position (score 2·0 = 0): out = 1,
+  // lse = 0. The tile of keys 3.. is after every query and may be skipped.
+  const std::vector<float> q{1, 2}, k{0, std::log(3.0f), std::log(6.0f)}, v{1, 2, 4};
+  for (int cols : {1, 2, 3}) {
+    INFO("exercise 12.1: tiles of " << cols << " keys, causal, q0 = 0, k0 = 1");
+    const TileRun r = run_query_tile(q, k, v, cols, true, 0, 1);
+    CHECK(r.out[0] == 0.0f);
+    CHECK(r.lse[0] == -kInf);
+    CHECK(r.out[1] == Approx(1.0));
+    CHECK(r.lse[1] == Approx(0.0).margin(1e-7));
+  }
+  // Queries at 1 and 2 over keys at 0, 1, 2: row 0 sees keys 0 and 1 (weights 1 : 3), row 1 all three.
+  for (int cols : {1, 2, 3}) {
+    INFO("exercise 12.1: tiles of " << cols << " keys, causal, q0 = 1, k0 = 0");
+    const TileRun r = run_query_tile(q, k, v, cols, true, 1, 0);
+    CHECK(r.out[0] == Approx((1.0 + 6.0) / 4));
+    CHECK(r.lse[0] == Approx(std::log(4.0)));
+    CHECK(r.out[1] == Approx(163.0 / 46));
+    CHECK(r.lse[1] == Approx(std::log(46.0)));
+  }
 }
 
 TEST_CASE("exercise 12.2: one tile pair's gradients equal the direct formulas", "[ch12]") {
