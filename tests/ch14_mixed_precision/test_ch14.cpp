@@ -93,6 +93,23 @@ TEST_CASE("exercise 14.1: an inf or a NaN anywhere skips the step and halves the
   }
 }
 
+TEST_CASE("exercise 14.1: a non-finite first or last gradient skips the step as well", "[ch14]") {
+  // The ends of the loop: a check that starts at 1 or stops at n - 1 misses exactly these.
+  for (const std::size_t at : {std::size_t{0}, std::size_t{36}})
+    for (const float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+      INFO("bad value " << bad << " at element " << at << " of 37: expected a skip, the scale 65536 halved to 32768");
+      LossScaleState s;
+      s.scale = 65536.0f;
+      std::vector<float> v(37, 0.25f);
+      v[at] = bad;
+      Tensor out = Tensor::empty({37});
+      CHECK_FALSE(unscale_and_update(f16_of(v), out, s));
+      CHECK(s.scale == 32768.0f);
+      CHECK(s.skipped_steps == 1);
+      CHECK(s.good_steps == 0);
+    }
+}
+
 TEST_CASE("exercise 14.1: f32 and bf16 gradients work the same way", "[ch14]") {
   for (const DType dt : {DType::f32, DType::bf16}) {
     LossScaleState s;
