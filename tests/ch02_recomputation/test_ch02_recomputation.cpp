@@ -73,6 +73,44 @@ TEST_CASE("exercise 02.1: the attention probabilities equal the attention op's",
   }
 }
 
+TEST_CASE("exercise 02.1: scores of magnitude 1000 give finite probabilities, worked by hand", "[ch02]") {
+  // exp(1000) overflows even in double (its largest is about e^709): a softmax that does not
+  // subtract the row's maximum first gives inf/inf = NaN (or 0/0 for scores of -1000). Worked by
+  // hand with B = 1, T = 3, D = 4 (scale 1/2), H = 2 query heads on G = 1 kv head:
+  //   keys k0 = k1 = (1, 0, 0, 0), k2 = (1, 1, 0, 0);
+  //   head 0: queries (2000, 0, 0, 0) at t = 0, 1 and (2000, 80, 0, 0) at t = 2: scores 1000 for
+  //     every key, except q2·k2/2 = 1040; head 1: the queries negated, scores -1000 and -1040.
+  // Equal scores share the row evenly: rows 1 and 1/2. Row 2 of head 0: keys 0 and 1 get
+  // e^-40 / (1 + 2e^-40) each and key 2 the rest; of head 1: key 2 gets e^-40 / (2 + e^-40).
+  const std::int64_t T = 3, H = 2, D = 4;
+  std::vector<float> qv(static_cast<std::size_t>(T * H * D), 0.0f), kv(static_cast<std::size_t>(T * D), 0.0f);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t j = 0; j < H; ++j) {
+      const float sign = j == 0 ? 1.0f : -1.0f;
+      qv[static_cast<std::size_t>((t * H + j) * D)] = sign * 2000.0f;
+      if (t == 2) qv[static_cast<std::size_t>((t * H + j) * D + 1)] = sign * 80.0f;
+    }
+  for (std::int64_t s = 0; s < T; ++s) kv[static_cast<std::size_t>(s * D)] = 1.0f;
+  kv[static_cast<std::size_t>(2 * D + 1)] = 1.0f;
+  const Tensor q = Tensor::from_floats(qv, {1, T, H, D}), k = Tensor::from_floats(kv, {1, T, 1, D});
+  Tensor got = Tensor::empty({1, H, T, T});
+  got.fill(7.0f);
+  attention_probs(q, k, got);
+  const double e = std::exp(-40.0);
+  const std::vector<float> want = {
+      // head 0: rows t = 0, 1, 2
+      1.0f, 0.0f, 0.0f,  //
+      0.5f, 0.5f, 0.0f,  //
+      static_cast<float>(e / (1 + 2 * e)), static_cast<float>(e / (1 + 2 * e)), static_cast<float>(1 / (1 + 2 * e)),
+      // head 1
+      1.0f, 0.0f, 0.0f,  //
+      0.5f, 0.5f, 0.0f,  //
+      static_cast<float>(1 / (2 + e)), static_cast<float>(1 / (2 + e)), static_cast<float>(e / (2 + e))};
+  // 1e-6 relative: a float answer's rounding.
+  INFO("index h·9 + t·3 + s is head h, query t, key s");
+  CHECK(elementwise_mismatch(got.to_floats(), want, Tolerance::relative(1e-6)) == "");
+}
+
 TEST_CASE("recomputation: memory by the formula, identical gradients, counted FLOPs", "[ch02]") {
   for (DType dt : {DType::f32, DType::bf16}) {
     const TrainingConfig cfg = tiny(dt);

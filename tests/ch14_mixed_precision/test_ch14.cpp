@@ -93,6 +93,23 @@ TEST_CASE("exercise 14.1: an inf or a NaN anywhere skips the step and halves the
   }
 }
 
+TEST_CASE("exercise 14.1: gradients below f16's range come back exactly: the division is in fp32", "[ch14]") {
+  // What loss scaling is for: S = 2^16 lifts g = 2^-30 (far below f16's smallest subnormal,
+  // 2^-24) to S·g = 2^-14, an f16 normal. Unscaled in fp32 it is 2^-30 again, exactly; divided
+  // in f16 (or rounded back to f16 afterwards) it would flush to 0. Each S·g below is exact in f16.
+  LossScaleState s;
+  s.scale = 65536.0f;
+  const std::vector<float> g = {0x1p-30f, 3 * 0x1p-28f, -0x1p-26f, 0x1p-40f, -5 * 0x1p-35f};
+  std::vector<float> sg;
+  for (float x : g) sg.push_back(x * 65536.0f);
+  Tensor out = Tensor::empty({5});
+  REQUIRE(unscale_and_update(f16_of(sg), out, s));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": S·g = " << sg[i] << " in f16, expected g = " << g[i] << " in fp32");
+    CHECK(out.data<float>()[i] == g[i]);
+  }
+}
+
 TEST_CASE("exercise 14.1: a non-finite first or last gradient skips the step as well", "[ch14]") {
   // The ends of the loop: a check that starts at 1 or stops at n - 1 misses exactly these.
   for (const std::size_t at : {std::size_t{0}, std::size_t{36}})
