@@ -127,6 +127,24 @@ TEST_CASE("exercise 14.1: a non-finite first or last gradient skips the step as 
     }
 }
 
+TEST_CASE("exercise 14.1: large finite f32 and bf16 gradients are no overflow", "[ch14]") {
+  // Only inf and NaN skip a step. f16's largest finite value, 65504, is no limit for gradients
+  // held in f32 or bf16 (whose range is f32's): 2^20 and -2^100, unscaled by S = 2, are a good step.
+  for (const DType dt : {DType::f32, DType::bf16}) {
+    LossScaleState s;
+    s.scale = 2.0f;
+    const std::vector<float> v = {0x1p20f, -0x1p100f, 1.0f};
+    Tensor t = Tensor::empty({3}, dt);
+    convert_from_float(v.data(), dt, t.raw(), 3);
+    Tensor out = Tensor::empty({3});
+    INFO(dtype_name(dt) << " gradients {2^20, -2^100, 1} at S = 2: expected a good step giving {2^19, -2^99, 0.5}");
+    REQUIRE(unscale_and_update(t, out, s));
+    CHECK(out.to_floats() == std::vector<float>{0x1p19f, -0x1p99f, 0.5f});
+    CHECK(s.skipped_steps == 0);
+    CHECK(s.scale == 2.0f);
+  }
+}
+
 TEST_CASE("exercise 14.1: f32 and bf16 gradients work the same way", "[ch14]") {
   for (const DType dt : {DType::f32, DType::bf16}) {
     LossScaleState s;
