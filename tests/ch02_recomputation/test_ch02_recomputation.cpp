@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
@@ -70,6 +72,23 @@ TEST_CASE("exercise 02.1: the attention probabilities equal the attention op's",
     Tensor again = Tensor::empty({B, H, T, T});
     attention_probs(q, k, again);
     CHECK(elementwise_mismatch(again.to_floats(), g) == "");
+  }
+}
+
+TEST_CASE("exercise 02.1: query head j reads kv head j / (H/G), for H/G = 2 of G = 3 and for H = G", "[ch02]") {
+  // The first test's H = 4 on G = 2 cannot tell j / (H/G) from j / G (H = G² there); here the
+  // group's size H/G and the number of groups G differ. Against the attention op, as above.
+  const std::int64_t B = 2, T = 9, D = 8;
+  for (const auto& [H, G] : std::vector<std::pair<std::int64_t, std::int64_t>>{{6, 3}, {2, 2}}) {
+    INFO("H = " << H << " query heads on G = " << G << " kv heads; index ((b·H + j)·T + t)·T + s");
+    const Tensor q = uniform({B, T, H, D}, DType::f32, 4), k = uniform({B, T, G, D}, DType::f32, 5),
+                 v = uniform({B, T, G, D}, DType::f32, 6);
+    Tensor want = Tensor::empty({B, H, T, T}), out = Tensor::empty({B, T, H, D});
+    ops::attention_forward(q, k, v, out, want);
+    Tensor got = Tensor::empty({B, H, T, T});
+    attention_probs(q, k, got);
+    // The first test's tolerance: the scores differ by the dot products' rounding only.
+    CHECK(elementwise_mismatch(got.to_floats(), want.to_floats(), Tolerance{1e-7, 2e-5}) == "");
   }
 }
 
