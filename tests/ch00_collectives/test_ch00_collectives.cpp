@@ -199,7 +199,7 @@ TEST_CASE("ring_chunk cuts numel into n contiguous chunks differing by at most o
     }
 }
 
-TEST_CASE("ring all-reduce equals the library's bit for bit on integer values", "[ch00][mpi]") {
+TEST_CASE("exercise 00.1: the ring all-reduce equals the library's bit for bit on integer values", "[ch00][mpi]") {
   // Integers of magnitude < 1000 summed over <= 5 ranks stay far below 2^24, where every
   // partial sum is exact in fp32: any order of addition gives the same bits.
   auto& comm = world();
@@ -216,7 +216,7 @@ TEST_CASE("ring all-reduce equals the library's bit for bit on integer values", 
   }
 }
 
-TEST_CASE("ring all-reduce agrees with the library within fp32 reduction-order error", "[ch00][mpi]") {
+TEST_CASE("exercise 00.1: the ring all-reduce agrees with the library within fp32 reduction-order error", "[ch00][mpi]") {
   // With arbitrary floats the ring and MPI add the same n values in different orders. Any
   // order's fp32 sum is within (n-1)·u·Σ|x_r| of the exact sum (u = 2^-24, the unit roundoff),
   // so two orders differ by at most 2(n-1)·u·Σ|x_r| — checked element by element.
@@ -244,7 +244,7 @@ TEST_CASE("ring all-reduce agrees with the library within fp32 reduction-order e
   }
 }
 
-TEST_CASE("ring all-reduce sends 2(n-1)/n of the tensor per rank, over send/recv only", "[ch00][mpi]") {
+TEST_CASE("exercise 00.1: the ring all-reduce sends 2(n-1)/n of the tensor per rank, over send/recv only", "[ch00][mpi]") {
   auto& comm = world();
   const int n = comm.size(), r = comm.rank();
   std::vector<std::int64_t> sizes = ring_sizes(n);

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
@@ -71,6 +73,61 @@ TEST_CASE("exercise 02.1: the attention probabilities equal the attention op's",
     attention_probs(q, k, again);
     CHECK(elementwise_mismatch(again.to_floats(), g) == "");
   }
+}
+
+TEST_CASE("exercise 02.1: query head j reads kv head j / (H/G), for H/G = 2 of G = 3 and for H = G", "[ch02]") {
+  // The first test's H = 4 on G = 2 cannot tell j / (H/G) from j / G (H = G² there); here the
+  // group's size H/G and the number of groups G differ. Against the attention op, as above.
+  const std::int64_t B = 2, T = 9, D = 8;
+  for (const auto& [H, G] : std::vector<std::pair<std::int64_t, std::int64_t>>{{6, 3}, {2, 2}}) {
+    INFO("H = " << H << " query heads on G = " << G << " kv heads; index ((b·H + j)·T + t)·T + s");
+    const Tensor q = uniform({B, T, H, D}, DType::f32, 4), k = uniform({B, T, G, D}, DType::f32, 5),
+                 v = uniform({B, T, G, D}, DType::f32, 6);
+    Tensor want = Tensor::empty({B, H, T, T}), out = Tensor::empty({B, T, H, D});
+    ops::attention_forward(q, k, v, out, want);
+    Tensor got = Tensor::empty({B, H, T, T});
+    attention_probs(q, k, got);
+    // The first test's tolerance: the scores differ by the dot products' rounding only.
+    CHECK(elementwise_mismatch(got.to_floats(), want.to_floats(), Tolerance{1e-7, 2e-5}) == "");
+  }
+}
+
+TEST_CASE("exercise 02.1: scores of magnitude 1000 give finite probabilities, worked by hand", "[ch02]") {
+  // exp(1000) overflows even in double (its largest is about e^709): a softmax that does not
+  // subtract the row's maximum first gives inf/inf = NaN (or 0/0 for scores of -1000). Worked by
+  // hand with B = 1, T = 3, D = 4 (scale 1/2), H = 2 query heads on G = 1 kv head:
+  //   keys k0 = k1 = (1, 0, 0, 0), k2 = (1, 1, 0, 0);
+  //   head 0: queries (2000, 0, 0, 0) at t = 0, 1 and (2000, 80, 0, 0) at t = 2: scores 1000 for
+  //     every key, except q2·k2/2 = 1040; head 1: the queries negated, scores -1000 and -1040.
+  // Equal scores share the row evenly: rows 1 and 1/2. Row 2 of head 0: keys 0 and 1 get
+  // e^-40 / (1 + 2e^-40) each and key 2 the rest; of head 1: key 2 gets e^-40 / (2 + e^-40).
+  const std::int64_t T = 3, H = 2, D = 4;
+  std::vector<float> qv(static_cast<std::size_t>(T * H * D), 0.0f), kv(static_cast<std::size_t>(T * D), 0.0f);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t j = 0; j < H; ++j) {
+      const float sign = j == 0 ? 1.0f : -1.0f;
+      qv[static_cast<std::size_t>((t * H + j) * D)] = sign * 2000.0f;
+      if (t == 2) qv[static_cast<std::size_t>((t * H + j) * D + 1)] = sign * 80.0f;
+    }
+  for (std::int64_t s = 0; s < T; ++s) kv[static_cast<std::size_t>(s * D)] = 1.0f;
+  kv[static_cast<std::size_t>(2 * D + 1)] = 1.0f;
+  const Tensor q = Tensor::from_floats(qv, {1, T, H, D}), k = Tensor::from_floats(kv, {1, T, 1, D});
+  Tensor got = Tensor::empty({1, H, T, T});
+  got.fill(7.0f);
+  attention_probs(q, k, got);
+  const double e = std::exp(-40.0);
+  const std::vector<float> want = {
+      // head 0: rows t = 0, 1, 2
+      1.0f, 0.0f, 0.0f,  //
+      0.5f, 0.5f, 0.0f,  //
+      static_cast<float>(e / (1 + 2 * e)), static_cast<float>(e / (1 + 2 * e)), static_cast<float>(1 / (1 + 2 * e)),
+      // head 1
+      1.0f, 0.0f, 0.0f,  //
+      0.5f, 0.5f, 0.0f,  //
+      static_cast<float>(1 / (2 + e)), static_cast<float>(1 / (2 + e)), static_cast<float>(e / (2 + e))};
+  // 1e-6 relative: a float answer's rounding.
+  INFO("index h·9 + t·3 + s is head h, query t, key s");
+  CHECK(elementwise_mismatch(got.to_floats(), want, Tolerance::relative(1e-6)) == "");
 }
 
 TEST_CASE("recomputation: memory by the formula, identical gradients, counted FLOPs", "[ch02]") {

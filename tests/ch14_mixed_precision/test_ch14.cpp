@@ -93,6 +93,58 @@ TEST_CASE("exercise 14.1: an inf or a NaN anywhere skips the step and halves the
   }
 }
 
+TEST_CASE("exercise 14.1: gradients below f16's range come back exactly: the division is in fp32", "[ch14]") {
+  // What loss scaling is for: S = 2^16 lifts g = 2^-30 (far below f16's smallest subnormal,
+  // 2^-24) to S·g = 2^-14, an f16 normal. Unscaled in fp32 it is 2^-30 again, exactly; divided
+  // in f16 (or rounded back to f16 afterwards) it would flush to 0. Each S·g below is exact in f16.
+  LossScaleState s;
+  s.scale = 65536.0f;
+  const std::vector<float> g = {0x1p-30f, 3 * 0x1p-28f, -0x1p-26f, 0x1p-40f, -5 * 0x1p-35f};
+  std::vector<float> sg;
+  for (float x : g) sg.push_back(x * 65536.0f);
+  Tensor out = Tensor::empty({5});
+  REQUIRE(unscale_and_update(f16_of(sg), out, s));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": S·g = " << sg[i] << " in f16, expected g = " << g[i] << " in fp32");
+    CHECK(out.data<float>()[i] == g[i]);
+  }
+}
+
+TEST_CASE("exercise 14.1: a non-finite first or last gradient skips the step as well", "[ch14]") {
+  // The ends of the loop: a check that starts at 1 or stops at n - 1 misses exactly these.
+  for (const std::size_t at : {std::size_t{0}, std::size_t{36}})
+    for (const float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+      INFO("bad value " << bad << " at element " << at << " of 37: expected a skip, the scale 65536 halved to 32768");
+      LossScaleState s;
+      s.scale = 65536.0f;
+      std::vector<float> v(37, 0.25f);
+      v[at] = bad;
+      Tensor out = Tensor::empty({37});
+      CHECK_FALSE(unscale_and_update(f16_of(v), out, s));
+      CHECK(s.scale == 32768.0f);
+      CHECK(s.skipped_steps == 1);
+      CHECK(s.good_steps == 0);
+    }
+}
+
+TEST_CASE("exercise 14.1: large finite f32 and bf16 gradients are no overflow", "[ch14]") {
+  // Only inf and NaN skip a step. f16's largest finite value, 65504, is no limit for gradients
+  // held in f32 or bf16 (whose range is f32's): 2^20 and -2^100, unscaled by S = 2, are a good step.
+  for (const DType dt : {DType::f32, DType::bf16}) {
+    LossScaleState s;
+    s.scale = 2.0f;
+    const std::vector<float> v = {0x1p20f, -0x1p100f, 1.0f};
+    Tensor t = Tensor::empty({3}, dt);
+    convert_from_float(v.data(), dt, t.raw(), 3);
+    Tensor out = Tensor::empty({3});
+    INFO(dtype_name(dt) << " gradients {2^20, -2^100, 1} at S = 2: expected a good step giving {2^19, -2^99, 0.5}");
+    REQUIRE(unscale_and_update(t, out, s));
+    CHECK(out.to_floats() == std::vector<float>{0x1p19f, -0x1p99f, 0.5f});
+    CHECK(s.skipped_steps == 0);
+    CHECK(s.scale == 2.0f);
+  }
+}
+
 TEST_CASE("exercise 14.1: f32 and bf16 gradients work the same way", "[ch14]") {
   for (const DType dt : {DType::f32, DType::bf16}) {
     LossScaleState s;
