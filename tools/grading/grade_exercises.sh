@@ -28,7 +28,7 @@ if [[ -n "$only" ]]; then
   [[ " ${ids[*]} " == *" $nn.$only "* ]] ||
     { echo "grade: chapter $nn has no exercise $nn.$only (its exercises: ${ids[*]})" >&2; exit 2; }
 fi
-stub_patterns="$(grep -ohE "\"exercise ${nn}\.[0-9]+: [A-Za-z_0-9:]+" "$exdir"/* | tr -d '"' | sort -u)"
+stub_patterns="$(grep -ohE "\"exercise ${nn}\.[0-9]+: [^\"(]+" "$exdir"/* | tr -d '"' | sed -E 's/ +(—.*)?$//' | sort -u)"
 
 logs="$build/Testing/grades"
 mkdir -p "$logs"
@@ -103,7 +103,7 @@ if [[ -z "$only" ]]; then
     lines+=("$(printf '%-6s %s' "$nn" "no other tests: each of the chapter's test cases grades one exercise")")
   else
     line="$(verdict "$nn" "$log" "$rc")" || status=1
-    lines+=("$(printf '%-6s %s' "$nn" "the chapter's other tests, which use every exercise: $line")")
+    lines+=("$(printf '%-6s %s' "$nn" "the chapter's other tests: $line")")
   fi
 fi
 
