@@ -21,11 +21,11 @@ void residual_rmsnorm_forward(const float* x, const float* r, const float* w, fl
                               std::int64_t C, float* x2, float* h, float* rstd);
 
 // Backward. dh [rows, C] is ∂L/∂h. dx [rows, C] holds, on entry, the gradient that reaches x2
-// along the residual stream from the layers above, and on return ∂L/∂x2 in full — which is also
-// ∂L/∂x and ∂L/∂r, since the add passes its gradient to both:
-//   g        = dh ∘ w
-//   dx[i,j] += rstd[i] · g[i,j] - x2[i,j] · rstd[i]³ · (1/C) Σ_k g[i,k] · x2[i,k]
-//   dw[j]   += Σ_i dh[i,j] · x2[i,j] · rstd[i]               (accumulates, like every weight gradient)
+// along the residual stream from the layers above, and on return ∂L/∂x2 in full: that plus what
+// comes back through the norm (h depends on x2 directly and through rstd) — which is also ∂L/∂x
+// and ∂L/∂r, since the add passes its gradient to both. dw [C] accumulates ∂L/∂w (+=, like every
+// weight gradient). Deriving ∂L/∂x2 through rstd is the exercise (the lesson, section 3, asks the
+// questions). rstd is the forward's.
 // Reads dh, x2, rstd, w and dx once each; writes dx once; dw stays in cache across rows.
 void residual_rmsnorm_backward(const float* dh, const float* x2, const float* w, const float* rstd, std::int64_t rows,
                                std::int64_t C, float* dx, float* dw);

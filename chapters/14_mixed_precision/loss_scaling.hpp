@@ -22,16 +22,16 @@ struct LossScaleState {
   std::int64_t skipped_steps = 0;    // steps skipped for an overflow, in all
 };
 
-// One step of the scaler. scaled_grads holds S·g (any float dtype: f32, bf16 or f16, any shape);
-// unscaled [same numel] f32 receives g = scaled / S.
-//   - If any element of scaled_grads is inf or NaN: the step must be skipped. Count it, multiply
-//     the scale by backoff, restart the good-step count, and return false (what unscaled then
-//     holds does not matter: the caller does not step).
-//   - Otherwise write unscaled (the division in fp32, after widening each element), count a good
-//     step — when that makes growth_interval in a row, multiply the scale by growth and restart
-//     the count — and return true.
-// The scale changes only AFTER this step's gradients were divided by the scale they were made
-// with.
+// One step of the scaler: may the optimizer step with these gradients, and what is the scale
+// for the next step? scaled_grads holds S·g (any float dtype: f32, bf16 or f16, any shape; S is
+// state.scale on entry); unscaled [same numel] is f32. Returns true when the optimizer may step.
+// Postconditions, with S the scale on entry:
+//   - some element of scaled_grads is inf or NaN (an overflow: the first element and the last
+//     count as much as any): returns false; skipped_steps grew by 1, scale = S · backoff,
+//     good_steps = 0; unscaled is unspecified (the caller does not step);
+//   - otherwise: returns true; unscaled[i] = (the element widened to fp32) / S, in fp32;
+//     good_steps grew by 1 — unless that made growth_interval good steps in a row, in which case
+//     scale = S · growth and good_steps = 0; skipped_steps unchanged.
 bool unscale_and_update(const Tensor& scaled_grads, Tensor& unscaled, LossScaleState& state);
 
 }  // namespace usp::ch14

@@ -2,12 +2,8 @@
 // chapters/14_mixed_precision/loss_scaling.hpp; the lesson (chapters/14_mixed_precision/README.md,
 // "Exercise 14.1") gives the idea.
 //
-// Hints:
-//  - read the gradients as floats whatever their dtype (common/dtype.hpp has convert_to_float);
-//    unscaled is f32 and the right size, so it can hold them while you look;
-//  - std::isfinite is false for inf and NaN alike;
-//  - decide first, then touch the state: a skipped step changes the scale and the counters, a
-//    good one divides by the scale it was made with before the scale may grow.
+// Useful: common/dtype.hpp reads any float dtype as floats (convert_to_float); std::isfinite is
+// false for inf and NaN alike.
 #include "chapters/14_mixed_precision/loss_scaling.hpp"
 
 #include "common/error.hpp"
