@@ -11,7 +11,7 @@
 # any failed.
 set -uo pipefail
 root="$(cd "$1" && pwd)" build="$(cd "$2" && pwd)"
-limit="${USP_LESSON_LIMIT:-180}"
+limit=$(( ${USP_LESSON_LIMIT:-180} * ${USP_TIMEOUT_SCALE:-1} ))
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 gpu=0
