@@ -69,6 +69,7 @@ Runtime::Runtime(int& argc, char**& argv) {
   world_ = make_self_communicator(Device::cpu());
 #endif
   control_ = world_->split(0, rank_);
+  failure_ = world_->split(0, rank_);
   try {
     agree_on(*control_, [&] {
       if (!bad_timeout.empty()) throw UsageError(bad_timeout);
@@ -82,6 +83,7 @@ Runtime::Runtime(int& argc, char**& argv) {
 Runtime::~Runtime() { shutdown(); }
 
 void Runtime::shutdown() {
+  failure_.reset();
   control_.reset();
   world_.reset();
 #if defined(USP_HAVE_MPI)
@@ -263,6 +265,39 @@ std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) 
   throw CollectiveExit{1};
 }
 
+int Runtime::fail_together(const std::string& line, int code) {
+  if (size_ == 1) {
+    say(line);
+    return code;
+  }
+  // Every failing rank offers (1, a hash of its line); a rank that never comes is still working
+  // or waiting for us, and the grace period runs out.
+  const auto hash = static_cast<std::int32_t>(std::hash<std::string>{}(line) & 0x7fffffff);
+  Tensor mine = Tensor::empty({2}, DType::i32);
+  mine.data<std::int32_t>()[0] = 1;
+  mine.data<std::int32_t>()[1] = hash;
+  Tensor all = Tensor::empty({2 * size_}, DType::i32);
+  WorkHandle agreed = failure_->all_gather_async(mine, all);
+  const double timeout = watchdog::timeout();
+  const double grace = timeout > 0 ? std::min(3.0, timeout / 2) : 3.0;
+  const auto start = std::chrono::steady_clock::now();
+  while (!agreed->test()) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > grace) {
+      say("[rank " + std::to_string(rank_) + "] " + line);
+      abort(code);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  agreed->wait();
+  bool alike = true;
+  for (int r = 0; r < size_; ++r) alike = alike && all.data<std::int32_t>()[2 * r + 1] == hash;
+  if (!alike)
+    say("[rank " + std::to_string(rank_) + "] " + line);  // every rank failed, each its own way
+  else if (rank_ == 0)
+    say(line + " (on every rank)");
+  return code;
+}
+
 bool Runtime::parse(Cli& cli, int argc, const char* const* argv) {
   agree([&] { cli.parse(argc, argv); });
   if (cli.help_requested()) {
@@ -314,14 +349,12 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
   } catch (const CollectiveExit& e) {
     return e.code;  // every rank agreed; the message is out
   } catch (const UsageError& e) {
-    // Found by this rank alone, outside an agreement point: others may be waiting on us.
-    say((rt->size() > 1 ? "[rank " + std::to_string(rank) + "] " : "") + "error: " + e.what());
-    if (rt->size() > 1) rt->abort(2);
-    return 2;
+    // Found outside an agreement point: by this rank alone (others may be waiting on us), or by
+    // every rank alike (then said once).
+    return rt->fail_together(std::string("error: ") + e.what(), 2);
   } catch (const std::exception& e) {
-    say("[rank " + std::to_string(rank) + "] fatal: " + e.what());
-    if (rt->size() > 1) rt->abort(1);
-    return 1;
+    if (rt->size() == 1) return rt->fail_together("[rank " + std::to_string(rank) + "] fatal: " + e.what(), 1);
+    return rt->fail_together(std::string("fatal: ") + e.what(), 1);
   }
 }
 

@@ -76,6 +76,15 @@ class Runtime {
   // Aborts every rank of the job with code (MPI_Abort); prints nothing itself.
   [[noreturn]] void abort(int code);
 
+  // A failure outside an agreement point (run() calls it for an exception that escaped the
+  // body): line is the message without a rank ("fatal: ..." or "error: ..."). When every rank
+  // fails within a short grace period with the same line (a bad value every rank read, a loss
+  // every rank saw diverge), one rank prints it once, naming no rank, and code is returned on
+  // every rank (no MPI_Abort). Otherwise — some rank still working, or waiting for this one —
+  // this rank prints "[rank r] line" and aborts the job. Over failure_, a communicator nothing
+  // else uses.
+  int fail_together(const std::string& line, int code);
+
  private:
   // Collective: whether any two ranks of the job drive the same physical GPU (the same answer on
   // every rank, so that every rank picks the same backend).
@@ -94,6 +103,9 @@ class Runtime {
   // Agreements about the chapter's own progress (skip_if_not_implemented) go over this
   // duplicate of the world: never over a communicator a failed part may have left ops on.
   std::unique_ptr<Communicator> control_;
+  // Only fail_together's agreement goes over this one: a failing rank may reach it while a
+  // healthy one is inside an agreement over control_.
+  std::unique_ptr<Communicator> failure_;
 };
 
 // Runs body with a Runtime and applies the failure rule above; returns the process exit code.
