@@ -691,6 +691,10 @@ def build(root, out_dir, results_dir, embed=False):
                 if needs_gpu(root, name) else ""
             page.add(f'<p class="status-none did-not-run">Did not run: no results in '
                      f'<code>out/{e(name)}/</code>.{why} <code>./usp run {nn}</code> runs it.</p>')
+        if ex and not ref:
+            page.add(f'<p class="status-none did-not-run">Did not run from the reference solution: no results in '
+                     f'<code>out/{e(name)}/</code>; only your <code>--exercises</code> run below. '
+                     f'<code>./usp run {nn}</code> runs the reference.</p>')
         if ref:
             run_block(page, nn, entry, os.path.join(results_dir, name), "", "reference")
         if ex:
