@@ -272,7 +272,7 @@ CHAPTERS = {
                         "primer (our kernel ladder; not a playbook figure).")],
         "numbers": [
             num("every kernel verified", "all_verified"),
-            num("best fp32 rung, % of cuBLAS", "kernels[kernel!=cublas_sgemm][precision=fp32][*].pct_of_cublas",
+            num("best fp32 rung, % of cuBLAS", "kernels[kernel!=cublas_sgemm][precision=f32][*].pct_of_cublas",
                 unit="pct", agg="max"),
         ],
     },
