@@ -498,7 +498,8 @@ def read_summary(folder):
         return None, "the run wrote no summary.json (it may have stopped early)"
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f), None
+            doc = json.load(f)
+        return (doc, None) if isinstance(doc, dict) else (None, "summary.json is not a JSON object")
     except (OSError, ValueError) as e:
         return None, f"summary.json could not be read: {e}"
 
