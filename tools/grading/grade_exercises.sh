@@ -15,6 +15,7 @@ set -uo pipefail
 
 build="$1" nn="$2" only="${3:-}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$root/tools/grading/first_failure.sh"
 jobs="${USP_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 exdir="$(compgen -G "$root/exercises/${nn}_*" | head -n 1)"
 [[ -n "$exdir" ]] || { echo "grade: chapter $nn has no exercises/${nn}_*/" >&2; exit 2; }
@@ -74,11 +75,8 @@ verdict() {
     echo "not implemented yet ($(grep -F "exercise $id:" <<<"$stub" | head -n 1) still throws NotImplemented)"
   elif [[ -n "$stub" ]]; then
     echo "waits for $(head -n 1 <<<"$stub" | grep -oE "${nn}\.[0-9]+"), not implemented yet"
-  elif first="$(grep -m 1 -oE '(usp: first failure on rank [0-9]+: |\[rank [0-9]+\] fatal: ).*' "$log")"; then
-    first="${first#usp: first failure on }"
-    first="${first#\[}"
-    first="${first//$root\//}"
-    echo "failed: ${first/\] fatal: /: }" | cut -c1-400
+  elif first="$(first_failure "$log" "$root")"; then
+    echo "failed: $first" | cut -c1-400
   elif grep -qE '\*\*\*Timeout|Timeout +[0-9.]+ sec' "$log"; then
     echo "failed: a test timed out (a rank left waiting?)"
   else

@@ -12,6 +12,7 @@ set -uo pipefail
 
 build="$1" only="${2:-}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$root/tools/grading/first_failure.sh"
 jobs="${USP_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 logs="$build/Testing/mutants"
 mkdir -p "$logs"
@@ -58,9 +59,7 @@ for patch in "${patches[@]}"; do
     echo "SURVIVED $id ($what): every test of chapter $nn passes on it (${secs} s); a test is missing"
     failed+=("$id")
   else
-    first="$(grep -m 1 -oE '(usp: first failure on rank [0-9]+: |\[rank [0-9]+\] fatal: ).*' "$log" || true)"
-    first="${first#usp: first failure on }"
-    first="${first//$root\//}"
+    first="$(first_failure "$log" "$root" || true)"
     echo "caught   $id ($what) in ${secs} s: ${first:-see $log}" | cut -c1-300
     caught=$((caught + 1))
   fi
