@@ -36,10 +36,11 @@ namespace {
 // flow alone (every rank still issues the same collectives) and are reported as usual at the
 // end. The one-rank run of the same executable still runs and reports every test case.
 // One line for a failed assertion: the test case, where, what, and the INFO/CAPTURE context.
-std::string describe_failure(const Catch::AssertionStats& stats, const std::string& test_case) {
+std::string describe_failure(const Catch::AssertionStats& stats, const std::string& test_case,
+                             const char* at = "at") {
   const Catch::AssertionResult& r = stats.assertionResult;
   std::ostringstream out;
-  out << "test case '" << test_case << "' at " << r.getSourceInfo().file << ":" << r.getSourceInfo().line << ": ";
+  out << "test case '" << test_case << "' " << at << " " << r.getSourceInfo().file << ":" << r.getSourceInfo().line << ": ";
   if (r.getResultType() == Catch::ResultWas::ThrewException) {
     out << "unexpected exception: " << r.getMessage();
   } else if (r.hasExpression()) {
@@ -77,7 +78,7 @@ class RankFailureListener : public Catch::TestEventListenerBase {
     if (g_first_failure.empty()) g_first_failure = describe_failure(stats, test_case_);
     usp::Runtime& rt = usp::testing::runtime();
     if (rt.size() == 1 || !cuts_test_case_short(r)) return true;
-    std::cerr << "[rank " << rt.rank() << "] fatal: " << describe_failure(stats, test_case_)
+    std::cerr << "[rank " << rt.rank() << "] fatal: " << describe_failure(stats, test_case_, "stopped on this rank at")
               << " -- the other ranks cannot go on without it, so the job ends here" << std::endl;
     rt.abort(1);
   }
