@@ -51,28 +51,25 @@ std::string check_layout(const Schedule& s) {
   return "";
 }
 
-}  // namespace
-
-std::string validate_schedule(const Schedule& s) {
-  const int p = s.p, m = s.m, v = s.v;
-  if (p < 1 || m < 1 || v < 1) return "p, m and v must be >= 1";
-  if (std::string e = check_layout(s); !e.empty()) return e;
-  if (static_cast<int>(s.ops.size()) != p)
-    return "the schedule has " + std::to_string(s.ops.size()) + " rank lists for p = " + std::to_string(p);
-  const StageLayout& layout = s.layout;
-  const int last = layout.num_stages() - 1;
-  auto remote_prev = [&](int r, int c) {
+// Where a stage's neighbours live: on another rank (a message crosses) or on this one.
+struct Boundaries {
+  const StageLayout& layout;
+  int last;  // the last virtual stage
+  explicit Boundaries(const StageLayout& l) : layout(l), last(l.num_stages() - 1) {}
+  bool remote_prev(int r, int c) const {
     const int st = layout.stage_of(r, c);
     return st > 0 && layout.rank_of(st - 1) != r;
-  };
-  auto remote_next = [&](int r, int c) {
+  }
+  bool remote_next(int r, int c) const {
     const int st = layout.stage_of(r, c);
     return st < last && layout.rank_of(st + 1) != r;
-  };
+  }
+};
 
-  // Shape, duplicates, and messages only where a boundary between ranks is.
-  std::vector<RankIndex> index(static_cast<std::size_t>(p), RankIndex(m, v));
-  for (int r = 0; r < p; ++r) {
+// 1. Shape, duplicates, and messages only where a boundary between ranks is; fills index.
+std::string index_ops(const Schedule& s, const Boundaries& at, std::vector<RankIndex>& index) {
+  const int m = s.m, v = s.v;
+  for (int r = 0; r < s.p; ++r) {
     const std::vector<Op>& list = s.ops[static_cast<std::size_t>(r)];
     RankIndex& ix = index[static_cast<std::size_t>(r)];
     for (int i = 0; i < static_cast<int>(list.size()); ++i) {
@@ -83,22 +80,26 @@ std::string validate_schedule(const Schedule& s) {
         return where(r, i, op, v) + "chunk " + std::to_string(op.chunk) + " is not in 0.." + std::to_string(v - 1);
       const bool to_next = op.kind == OpKind::send_act || op.kind == OpKind::recv_grad;
       const bool to_prev = op.kind == OpKind::recv_act || op.kind == OpKind::send_grad;
-      if (to_next && !remote_next(r, op.chunk))
-        return where(r, i, op, v) + "no message crosses there: stage " + std::to_string(layout.stage_of(r, op.chunk)) +
+      if (to_next && !at.remote_next(r, op.chunk))
+        return where(r, i, op, v) + "no message crosses there: stage " + std::to_string(at.layout.stage_of(r, op.chunk)) +
                " has no next stage on another rank";
-      if (to_prev && !remote_prev(r, op.chunk))
-        return where(r, i, op, v) + "no message crosses there: stage " + std::to_string(layout.stage_of(r, op.chunk)) +
+      if (to_prev && !at.remote_prev(r, op.chunk))
+        return where(r, i, op, v) + "no message crosses there: stage " + std::to_string(at.layout.stage_of(r, op.chunk)) +
                " has no previous stage on another rank";
       int& pos = ix.at(op.kind, op.mb, op.chunk);
       if (pos >= 0) return where(r, i, op, v) + "duplicate: " + op_name(op, v) + " already runs at op " + std::to_string(pos);
       pos = i;
     }
   }
+  return "";
+}
 
-  // Coverage: every (micro-batch, chunk) of every rank, forward, backward and messages.
-  for (int r = 0; r < p; ++r) {
+// 2. Coverage: every (micro-batch, chunk) of every rank, forward, backward and messages.
+std::string check_coverage(const Schedule& s, const Boundaries& at, std::vector<RankIndex>& index) {
+  const int v = s.v;
+  for (int r = 0; r < s.p; ++r) {
     RankIndex& ix = index[static_cast<std::size_t>(r)];
-    for (int j = 0; j < m; ++j) {
+    for (int j = 0; j < s.m; ++j) {
       for (int c = 0; c < v; ++c) {
         auto missing = [&](OpKind k, const std::string& why) {
           return rank_str(r) + op_name({k, j, c}, v) + " is missing" + (why.empty() ? "" : ": " + why);
@@ -113,22 +114,27 @@ std::string validate_schedule(const Schedule& s) {
         if (bw < 0 && b < 0 && w < 0) return missing(OpKind::BW, "neither BW nor B and W");
         if (bw < 0 && b < 0) return missing(OpKind::B, "W at op " + std::to_string(w) + " computes only the weight gradient");
         if (bw < 0 && w < 0) return missing(OpKind::W, "B at op " + std::to_string(b) + " computes only the input gradient");
-        const int st = layout.stage_of(r, c);
-        if (remote_prev(r, c)) {
-          const std::string q = std::to_string(layout.rank_of(st - 1));
+        const int st = at.layout.stage_of(r, c);
+        if (at.remote_prev(r, c)) {
+          const std::string q = std::to_string(at.layout.rank_of(st - 1));
           if (ix.at(OpKind::recv_act, j, c) < 0) return missing(OpKind::recv_act, "F needs the activation rank " + q + " sends");
           if (ix.at(OpKind::send_grad, j, c) < 0) return missing(OpKind::send_grad, "rank " + q + " waits for this gradient");
         }
-        if (remote_next(r, c)) {
-          const std::string q = std::to_string(layout.rank_of(st + 1));
+        if (at.remote_next(r, c)) {
+          const std::string q = std::to_string(at.layout.rank_of(st + 1));
           if (ix.at(OpKind::send_act, j, c) < 0) return missing(OpKind::send_act, "rank " + q + " waits for this activation");
           if (ix.at(OpKind::recv_grad, j, c) < 0) return missing(OpKind::recv_grad, "the backward needs the gradient rank " + q + " sends");
         }
       }
     }
   }
+  return "";
+}
 
-  // Replay: each op's inputs must be on the rank when it runs.
+// 3. Replay: each op's inputs must be on the rank when it runs; a deadlock is the replay's own report.
+std::string replay_inputs(const Schedule& s, const Boundaries& at, std::vector<RankIndex>& index) {
+  const int v = s.v;
+  const StageLayout& layout = at.layout;
   std::string error;
   const std::string deadlock = replay(s, [&](int r, int i) {
     const Op& op = s.ops[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
@@ -140,18 +146,18 @@ std::string validate_schedule(const Schedule& s) {
     auto backward_ran = [&](int chunk) { return ix.ran(OpKind::B, j, chunk) || ix.ran(OpKind::BW, j, chunk); };
     switch (op.kind) {
       case OpKind::F:
-        if (remote_prev(r, c) && !ix.ran(OpKind::recv_act, j, c))
+        if (at.remote_prev(r, c) && !ix.ran(OpKind::recv_act, j, c))
           error = "its input activation has not been received yet" + later(OpKind::recv_act, c);
-        else if (st > 0 && !remote_prev(r, c) && !ix.ran(OpKind::F, j, layout.chunk_of(st - 1)))
+        else if (st > 0 && !at.remote_prev(r, c) && !ix.ran(OpKind::F, j, layout.chunk_of(st - 1)))
           error = "the previous stage's forward, on this rank, has not run yet" + later(OpKind::F, layout.chunk_of(st - 1));
         break;
       case OpKind::B:
       case OpKind::BW:
         if (!ix.ran(OpKind::F, j, c))
           error = "its forward has not run on this rank yet" + later(OpKind::F, c);
-        else if (remote_next(r, c) && !ix.ran(OpKind::recv_grad, j, c))
+        else if (at.remote_next(r, c) && !ix.ran(OpKind::recv_grad, j, c))
           error = "its output gradient has not been received yet" + later(OpKind::recv_grad, c);
-        else if (st < last && !remote_next(r, c) && !backward_ran(layout.chunk_of(st + 1)))
+        else if (st < at.last && !at.remote_next(r, c) && !backward_ran(layout.chunk_of(st + 1)))
           error = "the next stage's backward, on this rank, has not run yet";
         break;
       case OpKind::W:
@@ -175,6 +181,20 @@ std::string validate_schedule(const Schedule& s) {
     return true;
   });
   return error.empty() ? deadlock : error;
+}
+
+}  // namespace
+
+std::string validate_schedule(const Schedule& s) {
+  if (s.p < 1 || s.m < 1 || s.v < 1) return "p, m and v must be >= 1";
+  if (std::string e = check_layout(s); !e.empty()) return e;
+  if (static_cast<int>(s.ops.size()) != s.p)
+    return "the schedule has " + std::to_string(s.ops.size()) + " rank lists for p = " + std::to_string(s.p);
+  const Boundaries at(s.layout);
+  std::vector<RankIndex> index(static_cast<std::size_t>(s.p), RankIndex(s.m, s.v));
+  if (std::string e = index_ops(s, at, index); !e.empty()) return e;
+  if (std::string e = check_coverage(s, at, index); !e.empty()) return e;
+  return replay_inputs(s, at, index);
 }
 
 }  // namespace usp::ch08
