@@ -57,18 +57,12 @@ std::int64_t MoeSaved::bytes() const {
   return n;
 }
 
-void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, const Tensor& h, bool keep,
-                 Tensor& out, MoeSaved& s) {
-  const std::int64_t N = h.dim(0), C = h.dim(1), E = c.experts, K = c.experts_per_token, F = c.ffn;
-  const std::int64_t local = E / ep.size();
-  const MemCategory cat = keep ? MemCategory::Activation : MemCategory::Temporary;
-  const DType adt = h.dtype();
-  const Device dev = h.device();  // the experts' work runs there; the routing on the host
+namespace {
 
-  // ---- routing: logits -> softmax -> top-k with renormalised weights -------------------------
-  Tensor logits = Tensor::empty({N, E}, DType::f32, MemCategory::Temporary, dev);
-  ops::matmul_forward(h, w.router, logits);
-  logits = host(logits);
+// Routing, on the host: logits [N, E] f32 -> s.probs (softmax), s.choice and s.weight (top-k, the
+// weights renormalised over the k), s.routing's counts and the load-balancing loss E · Σ f_i · P_i.
+void route(const Tensor& logits, std::int64_t K, MemCategory cat, MoeSaved& s) {
+  const std::int64_t N = logits.dim(0), E = logits.dim(1);
   s.probs = Tensor::empty({N, E}, DType::f32, cat);
   s.choice = Tensor::empty({N, K}, DType::i32, cat);
   s.weight = Tensor::empty({N, K}, DType::f32, cat);
@@ -99,7 +93,6 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
       ++r.routed[static_cast<std::size_t>(e)];
     }
   }
-  // The load-balancing loss: E · Σ f_i · P_i.
   r.aux = 0;
   for (std::int64_t e = 0; e < E; ++e) {
     double P = 0;
@@ -107,54 +100,58 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
     r.aux += static_cast<double>(r.routed[static_cast<std::size_t>(e)]) / N * (P / N);
   }
   r.aux *= static_cast<double>(E);
+}
 
-  // ---- capacity: keep assignments in token order until their expert is full -----------------
+// Which assignments an expert keeps, and where its rows start among the dispatched rows.
+struct Capacity {
+  std::vector<std::int64_t> slot;   // [N·k] the assignment's position within its expert, -1 if dropped
+  std::vector<std::int64_t> first;  // [E] the expert's first row
+  std::int64_t rows = 0;            // R: the assignments kept
+};
+
+// Capacity: keep assignments in token order until their expert is full (dropless: keep all);
+// fills s.routing's kept, dropped and the fingerprint of the decisions.
+Capacity apply_capacity(const ModelConfig& c, std::int64_t N, std::int64_t K, MoeSaved& s) {
+  const std::int64_t E = c.experts;
+  const std::int32_t* choice = s.choice.data<std::int32_t>();
+  MoeRouting& r = s.routing;
   const std::int64_t cap =
       c.capacity_factor > 0
           ? std::min(N * K, checked_ceil(c.capacity_factor * static_cast<double>(N * K) / E, "the expert capacity"))
           : N * K;
+  Capacity out;
   r.kept.assign(static_cast<std::size_t>(E), 0);
-  std::vector<std::int64_t> slot(static_cast<std::size_t>(N * K), -1);  // position within its expert
+  out.slot.assign(static_cast<std::size_t>(N * K), -1);
   for (std::int64_t a = 0; a < N * K; ++a) {
     const auto e = static_cast<std::size_t>(choice[a]);
-    if (r.kept[e] < cap) slot[static_cast<std::size_t>(a)] = r.kept[e]++;
+    if (r.kept[e] < cap) out.slot[static_cast<std::size_t>(a)] = r.kept[e]++;
   }
   r.dropped = N * K - std::accumulate(r.kept.begin(), r.kept.end(), std::int64_t{0});
   r.decisions = 1469598103934665603ull;
   for (std::int64_t a = 0; a < N * K; ++a)
-    for (std::int64_t v : {std::int64_t{choice[a]}, slot[static_cast<std::size_t>(a)] < 0 ? std::int64_t{-1} : std::int64_t{1}})
+    for (std::int64_t v : {std::int64_t{choice[a]}, out.slot[static_cast<std::size_t>(a)] < 0 ? std::int64_t{-1} : std::int64_t{1}})
       r.decisions = (r.decisions ^ static_cast<std::uint64_t>(v + 2)) * 1099511628211ull;
-  std::vector<std::int64_t> first(static_cast<std::size_t>(E), 0);  // the expert's first row
-  for (std::int64_t e = 1; e < E; ++e) first[static_cast<std::size_t>(e)] = first[e - 1] + r.kept[e - 1];
-  const std::int64_t R = N * K - r.dropped;
+  out.first.assign(static_cast<std::size_t>(E), 0);
+  for (std::int64_t e = 1; e < E; ++e) out.first[static_cast<std::size_t>(e)] = out.first[e - 1] + r.kept[e - 1];
+  out.rows = N * K - r.dropped;
+  return out;
+}
 
-  // ---- dispatch: rows grouped by expert, to the experts' ranks ------------------------------
-  Tensor rows = Tensor::empty({R, C}, adt, MemCategory::Temporary);
+// The dispatched rows grouped by expert (rows [R, C], host) and s.row, each assignment's row.
+void gather_rows(const Tensor& h, const Capacity& cap, std::int64_t K, MoeSaved& s, Tensor& rows) {
+  const std::int32_t* choice = s.choice.data<std::int32_t>();
   std::int32_t* row = s.row.data<std::int32_t>();
-  {
-    const Tensor hh = host(h);
-    for (std::int64_t a = 0; a < N * K; ++a) {
-      const std::int64_t pos = slot[static_cast<std::size_t>(a)];
-      row[a] = pos < 0 ? -1 : static_cast<std::int32_t>(first[static_cast<std::size_t>(choice[a])] + pos);
-      if (pos >= 0) copy_row(hh, a / K, rows, row[a]);
-    }
+  const Tensor hh = host(h);
+  for (std::int64_t a = 0; a < h.dim(0) * K; ++a) {
+    const std::int64_t pos = cap.slot[static_cast<std::size_t>(a)];
+    row[a] = pos < 0 ? -1 : static_cast<std::int32_t>(cap.first[static_cast<std::size_t>(choice[a])] + pos);
+    if (pos >= 0) copy_row(hh, a / K, rows, row[a]);
   }
-  rows = on_device(rows, dev);
-  s.route = ep.route(r.kept);
-  const std::int64_t R_in = std::accumulate(s.route.recv_counts.begin(), s.route.recv_counts.end(), std::int64_t{0});
-  Tensor received = Tensor::empty({R_in, C}, adt, cat, dev);  // the experts' input: kept as s.x
-  ep.to_experts(s.route, rows, received);
-  rows = Tensor();
+}
 
-  // ---- the experts, each on its rows --------------------------------------------------------
-  const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
-  s.x = received;  // grouped by local expert
-  received = Tensor();
-  s.g = Tensor::empty({R_in, F}, adt, cat, dev);
-  s.u = Tensor::empty({R_in, F}, adt, cat, dev);
-  s.z = Tensor::empty({R_in, F}, adt, cat, dev);
-  Tensor results = Tensor::empty({R_in, C}, adt, MemCategory::Temporary, dev);
-  for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
+// Each local expert's SwiGLU MLP on its rows of s.x: s.g, s.u, s.z kept, outputs into results.
+void run_experts(const MoeWeights& w, const std::vector<std::int64_t>& n_of, MoeSaved& s, Tensor& results) {
+  for (std::int64_t j = 0, at = 0; j < static_cast<std::int64_t>(n_of.size()); at += n_of[static_cast<std::size_t>(j)], ++j) {
     const std::int64_t n = n_of[static_cast<std::size_t>(j)];
     if (n == 0) continue;
     const auto J = static_cast<std::size_t>(j);
@@ -165,11 +162,13 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
     ops::swiglu_forward(gj, uj, zj);
     ops::matmul_forward(zj, w.w2[J], yj);
   }
+}
 
-  // ---- combine: back to this rank, the weighted sum per token -------------------------------
-  s.y = Tensor::empty({R, C}, adt, cat, dev);
-  ep.from_experts(s.route, results, s.y);
-  results = Tensor();
+// out [N, C] = per token, the weighted sum of its kept assignments' expert outputs s.y, on the host.
+void weighted_sum(const MoeSaved& s, std::int64_t K, Tensor& out) {
+  const std::int64_t N = out.dim(0), C = out.dim(1);
+  const std::int32_t* row = s.row.data<std::int32_t>();
+  const float* weight = s.weight.data<float>();
   const Tensor y32 = as_f32(host(s.y));
   Tensor o32 = Tensor::zeros({N, C}, DType::f32, MemCategory::Temporary);
   float* o = o32.data<float>();
@@ -183,6 +182,50 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   if (out.dtype() == DType::f32) formed.copy_from(o32);
   else convert_from_float(o, out.dtype(), formed.raw(), static_cast<std::size_t>(out.numel()));
   store_into(formed, out);
+}
+
+}  // namespace
+
+void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, const Tensor& h, bool keep,
+                 Tensor& out, MoeSaved& s) {
+  const std::int64_t N = h.dim(0), C = h.dim(1), E = c.experts, K = c.experts_per_token, F = c.ffn;
+  const MemCategory cat = keep ? MemCategory::Activation : MemCategory::Temporary;
+  const DType adt = h.dtype();
+  const Device dev = h.device();  // the experts' work runs there; the routing on the host
+
+  // ---- routing: logits -> softmax -> top-k with renormalised weights, the aux loss ------------
+  Tensor logits = Tensor::empty({N, E}, DType::f32, MemCategory::Temporary, dev);
+  ops::matmul_forward(h, w.router, logits);
+  logits = host(logits);
+  route(logits, K, cat, s);
+
+  // ---- capacity: keep assignments in token order until their expert is full -----------------
+  const Capacity cap = apply_capacity(c, N, K, s);
+
+  // ---- dispatch: rows grouped by expert, to the experts' ranks ------------------------------
+  Tensor rows = Tensor::empty({cap.rows, C}, adt, MemCategory::Temporary);
+  gather_rows(h, cap, K, s, rows);
+  rows = on_device(rows, dev);
+  s.route = ep.route(s.routing.kept);
+  const std::int64_t R_in = std::accumulate(s.route.recv_counts.begin(), s.route.recv_counts.end(), std::int64_t{0});
+  Tensor received = Tensor::empty({R_in, C}, adt, cat, dev);  // the experts' input: kept as s.x
+  ep.to_experts(s.route, rows, received);
+  rows = Tensor();
+
+  // ---- the experts, each on its rows --------------------------------------------------------
+  s.x = received;  // grouped by local expert
+  received = Tensor();
+  s.g = Tensor::empty({R_in, F}, adt, cat, dev);
+  s.u = Tensor::empty({R_in, F}, adt, cat, dev);
+  s.z = Tensor::empty({R_in, F}, adt, cat, dev);
+  Tensor results = Tensor::empty({R_in, C}, adt, MemCategory::Temporary, dev);
+  run_experts(w, rows_per_local_expert(s.route, E / ep.size()), s, results);
+
+  // ---- combine: back to this rank, the weighted sum per token -------------------------------
+  s.y = Tensor::empty({cap.rows, C}, adt, cat, dev);
+  ep.from_experts(s.route, results, s.y);
+  results = Tensor();
+  weighted_sum(s, K, out);
   if (!keep) {
     const MoeRouting routing = s.routing;
     s = MoeSaved{};
