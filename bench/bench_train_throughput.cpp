@@ -45,9 +45,7 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-int bench(int argc, char** argv) {
-  Cli cli("bench_train_throughput",
-          "Tokens per second of fp32 training steps (zero_grad, forward, backward, AdamW) on the CPU.");
+void add_flags(Cli& cli) {
   cli.add_int("hidden", 256, "hidden size", 1)
       .add_int("layers", 4, "decoder layers", 1)
       .add_int("heads", 8, "query heads", 1)
@@ -65,12 +63,9 @@ int bench(int argc, char** argv) {
       .add_float("peak-tflops", 0.0, "the device's peak rate for MFU (e.g. 989 for an H100's bf16; 0: no MFU)", 0.0)
       .add_flag("tied", "tie lm_head to the embedding")
       .add_flag("json", "print one JSON object instead of text");
-  cli.parse(argc, argv);
-  if (cli.help_requested()) {
-    std::printf("%s", cli.help().c_str());
-    return 0;
-  }
+}
 
+ModelConfig model_from(const Cli& cli) {
   ModelConfig cfg;
   cfg.name = "bench";
   cfg.hidden = cli.get_int("hidden");
@@ -80,58 +75,53 @@ int bench(int argc, char** argv) {
   cfg.ffn = cli.get_int("ffn");
   cfg.vocab = cli.get_int("vocab");  // the synthetic corpus draws ids below 256
   cfg.tied_embeddings = cli.get_flag("tied");
-  const std::int64_t B = cli.get_int("batch"), T = cli.get_int("seq");
-  cfg.max_seq = std::max(cfg.max_seq, T);
+  cfg.max_seq = std::max(cfg.max_seq, cli.get_int("seq"));
   cfg.validate();
-  const auto seed = static_cast<std::uint64_t>(cli.get_int("seed"));
-  const std::int64_t steps = cli.get_int("steps"), warmup = cli.get_int("warmup");
-  const bool json = cli.get_flag("json");
+  return cfg;
+}
 
-  const Device device = parse_device(cli.get_string("device"));
-  const DType dtype = cli.get_string("precision") == "bf16" ? DType::bf16 : DType::f32;
-  const double peak = cli.get_float("peak-tflops") * 1e12;
-  ParamStore params(cfg, dtype, device);
-  params.init(seed);
-  Model model(params, {parse_recompute(cli.get_string("recompute")), dtype});
-  AdamW optimizer(params, AdamWConfig{});  // lr 3e-3, betas (0.9, 0.95), eps 1e-8, wd 0.1
-  const auto data = make_dataset("synthetic", seed);
+// What the timed steps measured.
+struct Timing {
+  std::vector<double> seconds;  // wall time of each timed step
+  double cpu_seconds = 0;       // process CPU time over the timed steps
+  double loss = 0;              // the last step's
+  double model_flops = 0;       // per step
+};
 
-  if (!json)
-    std::printf("bench_train_throughput: %s, %lld parameters, %s on %s, batch %lld x %lld tokens, %lld warmup + %lld "
-                "timed steps\n",
-                cfg.str().c_str(), static_cast<long long>(cfg.num_parameters()), dtype_name(dtype),
-                device.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
-                static_cast<long long>(warmup), static_cast<long long>(steps));
-  std::vector<double> seconds;
-  double cpu_seconds = 0;
-  double loss = 0;
-  double model_flops = 0;  // per step
+// warmup untimed steps, then `steps` timed ones: zero_grad, forward, backward, AdamW.
+Timing run_steps(ParamStore& params, Model& model, AdamW& optimizer, const Dataset& data, Device device,
+                 std::int64_t B, std::int64_t T, std::int64_t warmup, std::int64_t steps, bool quiet) {
+  Timing t;
   for (std::int64_t s = 0; s < warmup + steps; ++s) {
-    const Batch batch = data->batch(s, 0, B, T);  // inputs, targets [B, T] i32; not timed
+    const Batch batch = data.batch(s, 0, B, T);  // inputs, targets [B, T] i32; not timed
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = process_cpu_seconds();
     params.zero_grad();
-    loss = model.forward(batch.inputs, batch.targets);
+    t.loss = model.forward(batch.inputs, batch.targets);
     model.backward();
     optimizer.step(params);
     synchronize(device);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double cpu_dt = process_cpu_seconds() - cpu_start;
     if (s < warmup) continue;
-    model_flops = static_cast<double>(model.flops().forward + model.flops().backward);
-    cpu_seconds += cpu_dt;
-    seconds.push_back(dt);
-    if (!json) std::printf("  step %3lld  loss %.4f  %.1f ms\n", static_cast<long long>(s - warmup), loss, dt * 1e3);
+    t.model_flops = static_cast<double>(model.flops().forward + model.flops().backward);
+    t.cpu_seconds += cpu_dt;
+    t.seconds.push_back(dt);
+    if (!quiet) std::printf("  step %3lld  loss %.4f  %.1f ms\n", static_cast<long long>(s - warmup), t.loss, dt * 1e3);
   }
+  return t;
+}
 
+void print_results(const ModelConfig& cfg, const Timing& t, std::int64_t B, std::int64_t T, double peak, bool json) {
+  const auto steps = static_cast<std::int64_t>(t.seconds.size());
   double total = 0;
-  for (double t : seconds) total += t;
-  std::vector<double> sorted = seconds;
+  for (double s : t.seconds) total += s;
+  std::vector<double> sorted = t.seconds;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   const double tokens_per_second = static_cast<double>(B * T * steps) / total;
-  const double cpu_tokens_per_second = static_cast<double>(B * T * steps) / cpu_seconds;
-  const double mfu = peak > 0 ? model_flops * static_cast<double>(steps) / total / peak : 0.0;
+  const double cpu_tokens_per_second = static_cast<double>(B * T * steps) / t.cpu_seconds;
+  const double mfu = peak > 0 ? t.model_flops * static_cast<double>(steps) / total / peak : 0.0;
   if (json) {
     JsonWriter w;
     w.begin_object()
@@ -141,11 +131,11 @@ int bench(int argc, char** argv) {
         .field("batch", B)
         .field("seq", T)
         .field("steps", steps)
-        .field("final_loss", loss)
+        .field("final_loss", t.loss)
         .field("median_step_seconds", median)
         .field("tokens_per_second", tokens_per_second)
         .field("cpu_tokens_per_second", cpu_tokens_per_second)
-        .field("model_flops_per_step", model_flops)
+        .field("model_flops_per_step", t.model_flops)
         .field("mfu", mfu)
         .end_object();
     std::printf("%s\n", w.str().c_str());
@@ -155,6 +145,38 @@ int bench(int argc, char** argv) {
     std::printf("cpu_tokens_per_second %.1f\n", cpu_tokens_per_second);
     if (peak > 0) std::printf("mfu %.4f\n", mfu);
   }
+}
+
+int bench(int argc, char** argv) {
+  Cli cli("bench_train_throughput",
+          "Tokens per second of fp32 training steps (zero_grad, forward, backward, AdamW) on the CPU.");
+  add_flags(cli);
+  cli.parse(argc, argv);
+  if (cli.help_requested()) {
+    std::printf("%s", cli.help().c_str());
+    return 0;
+  }
+  const ModelConfig cfg = model_from(cli);
+  const std::int64_t B = cli.get_int("batch"), T = cli.get_int("seq");
+  const auto seed = static_cast<std::uint64_t>(cli.get_int("seed"));
+  const std::int64_t steps = cli.get_int("steps"), warmup = cli.get_int("warmup");
+  const bool json = cli.get_flag("json");
+  const Device device = parse_device(cli.get_string("device"));
+  const DType dtype = cli.get_string("precision") == "bf16" ? DType::bf16 : DType::f32;
+
+  ParamStore params(cfg, dtype, device);
+  params.init(seed);
+  Model model(params, {parse_recompute(cli.get_string("recompute")), dtype});
+  AdamW optimizer(params, AdamWConfig{});  // lr 3e-3, betas (0.9, 0.95), eps 1e-8, wd 0.1
+  const auto data = make_dataset("synthetic", seed);
+  if (!json)
+    std::printf("bench_train_throughput: %s, %lld parameters, %s on %s, batch %lld x %lld tokens, %lld warmup + %lld "
+                "timed steps\n",
+                cfg.str().c_str(), static_cast<long long>(cfg.num_parameters()), dtype_name(dtype),
+                device.str().c_str(), static_cast<long long>(B), static_cast<long long>(T),
+                static_cast<long long>(warmup), static_cast<long long>(steps));
+  const Timing t = run_steps(params, model, optimizer, *data, device, B, T, warmup, steps, json);
+  print_results(cfg, t, B, T, cli.get_float("peak-tflops") * 1e12, json);
   return 0;
 }
 
