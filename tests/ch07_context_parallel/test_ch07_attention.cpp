@@ -7,6 +7,8 @@
 // the whole sequence, row for row.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
+#include <initializer_list>
 #include <set>
 
 #include "chapters/07_context_parallel/cp_attention.hpp"
@@ -51,6 +53,30 @@ Tensor rows_at(const Tensor& x, const std::vector<std::int32_t>& positions) {
     put_tokens(take_tokens(x, positions[static_cast<std::size_t>(i)], 1), out, i);
   (void)B;
   return out;
+}
+
+// Exercise 07.1 over blocks of 6 keys: each block's partial attention (keys [k0, k0 + 6)) for the
+// queries at positions qp, merged in the order of `starts` into a running result that starts
+// empty (out 0, lse -inf). after(i, merged) runs after the i-th merge.
+struct Merged {
+  Tensor out, lse;
+  std::vector<Tensor> block_out, block_lse;
+};
+Merged merge_blocks(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& qp,
+                    std::initializer_list<std::int64_t> starts,
+                    const std::function<void(std::size_t, const Merged&)>& after = {}) {
+  const std::int64_t B = q.dim(0), Tq = q.dim(1), H = q.dim(2), D = q.dim(3);
+  Merged m{Tensor::zeros({B, Tq, H, D}), Tensor::empty({B, H, Tq}), {}, {}};
+  for (std::int64_t i = 0; i < m.lse.numel(); ++i) m.lse.data<float>()[i] = -INFINITY;
+  for (std::int64_t k0 : starts) {
+    m.block_out.push_back(Tensor::empty({B, Tq, H, D}));
+    m.block_lse.push_back(Tensor::empty({B, H, Tq}));
+    ops::attention_block_forward(q, take_tokens(k, k0, 6), take_tokens(v, k0, 6), qp, iota(6, static_cast<std::int32_t>(k0)),
+                                 m.block_out.back(), m.block_lse.back());
+    merge_partial_attention(m.out, m.lse, m.block_out.back(), m.block_lse.back());
+    if (after) after(m.block_out.size() - 1, m);
+  }
+  return m;
 }
 
 }  // namespace
@@ -117,16 +143,10 @@ TEST_CASE("the merge (exercise 07.1): two key blocks merged = attention over bot
   Tensor out = Tensor::empty({B, Tq, H, D}), lse = Tensor::empty({B, H, Tq});
   ops::attention_block_forward(q, k, v, qp, iota(12, 0), out, lse);
   // The blocks' partial results, merged into a running result that starts empty.
-  Tensor acc = Tensor::zeros({B, Tq, H, D}), acc_lse = Tensor::empty({B, H, Tq});
-  for (std::int64_t i = 0; i < acc_lse.numel(); ++i) acc_lse.data<float>()[i] = -INFINITY;
-  std::vector<Tensor> block_out, block_lse;
-  for (std::int64_t k0 : {0, 6}) {
-    block_out.push_back(Tensor::empty({B, Tq, H, D}));
-    block_lse.push_back(Tensor::empty({B, H, Tq}));
-    ops::attention_block_forward(q, take_tokens(k, k0, 6), take_tokens(v, k0, 6), qp, iota(6, static_cast<std::int32_t>(k0)),
-                                 block_out.back(), block_lse.back());
-    merge_partial_attention(acc, acc_lse, block_out.back(), block_lse.back());
-  }
+  const Merged merged = merge_blocks(q, k, v, qp, {0, 6});
+  const Tensor &acc = merged.out, &acc_lse = merged.lse;
+  const std::vector<Tensor>& block_out = merged.block_out;
+  const std::vector<Tensor>& block_lse = merged.block_lse;
   // fp32: a few ulps of outputs of order 1 (1e-6 is ~8 ulps of 1); a wrong weight is O(0.1).
   CHECK(elementwise_mismatch(acc.to_floats(), out.to_floats(), Tolerance::absolute(1e-6)) == "");
   CHECK(elementwise_mismatch(acc_lse.to_floats(), lse.to_floats(), Tolerance::absolute(1e-6)) == "");
@@ -164,22 +184,16 @@ TEST_CASE("the merge (exercise 07.1): a block that sees nothing of a row changes
   const Tensor qp = iota(Tq, 0);
   Tensor out = Tensor::empty({B, Tq, H, D}), lse = Tensor::empty({B, H, Tq});
   ops::attention_block_forward(q, k, v, qp, iota(12, 0), out, lse);
-  Tensor acc = Tensor::zeros({B, Tq, H, D}), acc_lse = Tensor::empty({B, H, Tq});
-  for (std::int64_t i = 0; i < acc_lse.numel(); ++i) acc_lse.data<float>()[i] = -INFINITY;
-  std::vector<Tensor> block_out, block_lse;
-  for (std::int64_t k0 : {6, 0}) {
-    block_out.push_back(Tensor::empty({B, Tq, H, D}));
-    block_lse.push_back(Tensor::empty({B, H, Tq}));
-    ops::attention_block_forward(q, take_tokens(k, k0, 6), take_tokens(v, k0, 6), qp, iota(6, static_cast<std::int32_t>(k0)),
-                                 block_out.back(), block_lse.back());
-    merge_partial_attention(acc, acc_lse, block_out.back(), block_lse.back());
-    if (k0 == 6) {
-      INFO("exercise 07.1: after merging a block that saw no key of any row into an empty result, "
-           "the result must still be empty: out 0, lse -inf");
-      for (float x : acc.to_floats()) REQUIRE(x == 0.0f);
-      for (float x : acc_lse.to_floats()) REQUIRE(x == -INFINITY);
-    }
-  }
+  const Merged merged = merge_blocks(q, k, v, qp, {6, 0}, [](std::size_t i, const Merged& m) {
+    if (i != 0) return;
+    INFO("exercise 07.1: after merging a block that saw no key of any row into an empty result, "
+         "the result must still be empty: out 0, lse -inf");
+    for (float x : m.out.to_floats()) REQUIRE(x == 0.0f);
+    for (float x : m.lse.to_floats()) REQUIRE(x == -INFINITY);
+  });
+  const Tensor &acc = merged.out, &acc_lse = merged.lse;
+  const std::vector<Tensor>& block_out = merged.block_out;
+  const std::vector<Tensor>& block_lse = merged.block_lse;
   // As in the two-block case above: a few ulps of values of order 1.
   CHECK(elementwise_mismatch(acc.to_floats(), out.to_floats(), Tolerance::absolute(1e-6)) == "");
   CHECK(elementwise_mismatch(acc_lse.to_floats(), lse.to_floats(), Tolerance::absolute(1e-6)) == "");

@@ -32,11 +32,13 @@ using namespace usp::ch14;
 namespace {
 
 // f16 gradients holding S·g for the given g (each S·g exactly representable in f16 below).
-Tensor f16_of(const std::vector<float>& v) {
-  Tensor t = Tensor::empty({static_cast<std::int64_t>(v.size())}, DType::f16);
-  convert_from_float(v.data(), DType::f16, t.raw(), v.size());
+// v as a 1-D tensor of dtype dt (rounded to it).
+Tensor tensor_of(const std::vector<float>& v, DType dt) {
+  Tensor t = Tensor::empty({static_cast<std::int64_t>(v.size())}, dt);
+  convert_from_float(v.data(), dt, t.raw(), v.size());
   return t;
 }
+Tensor f16_of(const std::vector<float>& v) { return tensor_of(v, DType::f16); }
 
 }  // namespace
 
@@ -134,8 +136,7 @@ TEST_CASE("exercise 14.1: large finite f32 and bf16 gradients are no overflow", 
     LossScaleState s;
     s.scale = 2.0f;
     const std::vector<float> v = {0x1p20f, -0x1p100f, 1.0f};
-    Tensor t = Tensor::empty({3}, dt);
-    convert_from_float(v.data(), dt, t.raw(), 3);
+    const Tensor t = tensor_of(v, dt);
     Tensor out = Tensor::empty({3});
     INFO(dtype_name(dt) << " gradients {2^20, -2^100, 1} at S = 2: expected a good step giving {2^19, -2^99, 0.5}");
     REQUIRE(unscale_and_update(t, out, s));
@@ -150,8 +151,7 @@ TEST_CASE("exercise 14.1: f32 and bf16 gradients work the same way", "[ch14]") {
     LossScaleState s;
     s.scale = 8.0f;
     const std::vector<float> v = {8.0f, -4.0f, 0.5f};
-    Tensor t = Tensor::empty({3}, dt);
-    convert_from_float(v.data(), dt, t.raw(), 3);
+    const Tensor t = tensor_of(v, dt);
     Tensor out = Tensor::empty({3});
     REQUIRE(unscale_and_update(t, out, s));
     CHECK(out.to_floats() == std::vector<float>{1.0f, -0.5f, 0.0625f});
