@@ -126,7 +126,8 @@ TEST_CASE("CUDA bodies: RoPE, thread per rotated pair, forward and back", "[ops]
 }
 
 TEST_CASE("CUDA bodies: RMSNorm, block per row, dw by column", "[ops][cuda-bodies]") {
-  const std::int64_t n = 4, c = 300;  // two strides of 256 threads, the second part-filled
+  // c: two strides of 256 threads, the second part-filled; n: three strides of dw's 32 lanes, likewise
+  const std::int64_t n = 70, c = 300;
   const float eps = 1e-5f;
   const Vec xv = random_values(n * c, 8), wv = random_values(c, 9, 0.5, 1.5), dyv = random_values(n * c, 10);
   const Vec dx0 = random_values(n * c, 11), dw0 = random_values(c, 12);
@@ -144,8 +145,12 @@ TEST_CASE("CUDA bodies: RMSNorm, block per row, dw by column", "[ops][cuda-bodie
     for (int th = 0; th < kThreads; ++th)
       body::rmsnorm_backward_write(row, th, kThreads, dy.data(), x.data(), w.data(), rstd[row], gx, c, dx.data());
   }
-  for (std::int64_t col = 0; col < c; ++col)
-    body::rmsnorm_dw_column(col, dy.data(), x.data(), rstd.data(), n, c, dw.data());
+  for (std::int64_t col = 0; col < c; ++col) {  // the kernel's lanes, added in lane order
+    float acc = 0.0f;
+    for (int lane = 0; lane < body::kDwLanes; ++lane)
+      acc += body::rmsnorm_dw_partial(col, lane, dy.data(), x.data(), rstd.data(), n, c);
+    dw[col] += acc;
+  }
 
   Tensor xt = tensor_of(xv, {n, c}), wt = tensor_of(wv, {c}), yt = Tensor::empty({n, c}), rt = Tensor::empty({n});
   ops::rmsnorm_forward(xt, wt, yt, rt, eps);

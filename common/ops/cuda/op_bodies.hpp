@@ -86,11 +86,15 @@ USP_HD void embedding_backward_column(i64 c, const std::int32_t* tokens, const f
   for (i64 n = 0; n < N; ++n) dtable[static_cast<i64>(tokens[n]) * C + c] += dout[n * C + c];
 }
 
-// RMSNorm's weight gradient: dw[c] += Σ_n dy[n, c] · x[n, c] · rstd[n].
-USP_HD void rmsnorm_dw_column(i64 c, const float* dy, const float* x, const float* rstd, i64 N, i64 C, float* dw) {
+// RMSNorm's weight gradient: dw[c] += Σ_n dy[n, c] · x[n, c] · rstd[n], by kDwLanes threads per
+// column: lane j sums rows j, j + kDwLanes, j + 2·kDwLanes, ...; then the lanes' partials are added
+// in the order j = 0, 1, ... and once onto dw[c]. (One thread per column left a [8192, 768]
+// gradient to 768 threads: 1.8 ms, 15 % of a training step on an H100.)
+constexpr int kDwLanes = 32;
+USP_HD float rmsnorm_dw_partial(i64 c, int lane, const float* dy, const float* x, const float* rstd, i64 N, i64 C) {
   float acc = 0.0f;
-  for (i64 n = 0; n < N; ++n) acc += dy[n * C + c] * x[n * C + c] * rstd[n];
-  dw[c] += acc;
+  for (i64 n = lane; n < N; n += kDwLanes) acc += dy[n * C + c] * x[n * C + c] * rstd[n];
+  return acc;
 }
 
 // ---- row --------------------------------------------------------------------------------------
@@ -107,7 +111,7 @@ USP_HD void rmsnorm_write(i64 n, int t, int threads, const float* x, const float
   for (i64 c = t; c < C; c += threads) y[n * C + c] = x[n * C + c] * r * w[c];
 }
 
-// RMSNorm backward of row n (dx only; dw is rmsnorm_dw_column): partial Σ dy·w·x, then
+// RMSNorm backward of row n (dx only; dw is rmsnorm_dw_partial): partial Σ dy·w·x, then
 // dx += r·dy·w - x·r³·Σ/C.
 USP_HD float rmsnorm_backward_partial(i64 n, int t, int threads, const float* dy, const float* x, const float* w,
                                       i64 C) {

@@ -1,6 +1,6 @@
 // The CUDA ops' kernels: each thread finds its index and calls its body (op_bodies.hpp).
 //   element kernels   a 1-d grid of 256-thread blocks, one thread per element
-//   column kernels    one thread per column
+//   column kernels    one thread per column (RMSNorm's dw: 32 threads per column, one per row lane)
 //   row kernels       one block of kRowThreads threads per row, partials reduced in the block
 //                     (warp shuffles, then one value per warp through shared memory)
 #include "common/ops/cuda/op_kernels.hpp"
@@ -94,9 +94,20 @@ __global__ void rmsnorm_backward_dx_kernel(const float* dy, const float* x, cons
   const float sum_gx = block_sum(body::rmsnorm_backward_partial(n, t, kRowThreads, dy, x, w, C));
   body::rmsnorm_backward_write(n, t, kRowThreads, dy, x, w, rstd[n], sum_gx, C, dx);
 }
+// A block of kDwCols columns × kDwLanes row lanes: each warp reads 32 neighbouring columns of a row
+// (coalesced), and row 0 of the block adds the lanes' partials in a fixed order (deterministic).
+constexpr int kDwCols = 32;
 __global__ void rmsnorm_dw_kernel(const float* dy, const float* x, const float* rstd, i64 N, i64 C, float* dw) {
-  const i64 c = global_index();
-  if (c < C) body::rmsnorm_dw_column(c, dy, x, rstd, N, C, dw);
+  __shared__ float part[body::kDwLanes][kDwCols + 1];  // +1: lanes of one column in different banks
+  const i64 c = static_cast<i64>(blockIdx.x) * kDwCols + threadIdx.x;
+  const int lane = static_cast<int>(threadIdx.y);
+  part[lane][threadIdx.x] = c < C ? body::rmsnorm_dw_partial(c, lane, dy, x, rstd, N, C) : 0.0f;
+  __syncthreads();
+  if (lane == 0 && c < C) {
+    float acc = 0.0f;
+    for (int j = 0; j < body::kDwLanes; ++j) acc += part[j][threadIdx.x];
+    dw[c] += acc;
+  }
 }
 
 __global__ void cross_entropy_forward_kernel(const float* logits, const std::int32_t* targets, i64 V, float* row_loss) {
@@ -258,7 +269,8 @@ void rmsnorm_forward(const float* x, const float* w, float eps, i64 N, i64 C, fl
 void rmsnorm_backward(const float* dy, const float* x, const float* w, const float* rstd, i64 N, i64 C, float* dx,
                       float* dw) {
   USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, rmsnorm_backward_dx_kernel, dy, x, w, rstd, C, dx);
-  USP_LAUNCH(blocks_for(C), kThreads, rmsnorm_dw_kernel, dy, x, rstd, N, C, dw);
+  USP_LAUNCH(static_cast<unsigned>((C + kDwCols - 1) / kDwCols), dim3(kDwCols, body::kDwLanes), rmsnorm_dw_kernel, dy,
+             x, rstd, N, C, dw);
 }
 void cross_entropy_forward(const float* logits, const std::int32_t* targets, i64 N, i64 V, float* row_loss) {
   USP_LAUNCH(static_cast<unsigned>(N), kRowThreads, cross_entropy_forward_kernel, logits, targets, V, row_loss);
