@@ -22,26 +22,7 @@
 #include "common/json.hpp"
 #include "common/runtime.hpp"
 
-namespace {
-
 using namespace usp;
-
-// The checkpoint's parameters in fp32 (bf16/f16 ones widened; the layout is the same).
-std::unique_ptr<ParamStore> load_fp32_params(const std::string& dir) {
-  const ModelConfig config = load_config(dir);
-  const DType dtype = load_dtype(dir);
-  auto params = std::make_unique<ParamStore>(config, DType::f32, Device::cpu(), /*with_grads=*/false);
-  if (dtype == DType::f32) {
-    load_params(dir, *params);
-    return params;
-  }
-  ParamStore narrow(config, dtype, Device::cpu(), /*with_grads=*/false);
-  load_params(dir, narrow);
-  convert_to_float(dtype, narrow.flat().raw(), params->flat().data<float>(), static_cast<std::size_t>(narrow.numel()));
-  return params;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   return usp::run(argc, argv, [&](Runtime& rt) {
@@ -61,7 +42,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<TextCorpus> text;
     DType stored = DType::f32;
     rt.agree([&] {
-      params = load_fp32_params(dir);
+      params = load_params_f32(dir, load_config(dir));
       stored = load_dtype(dir);
       text = std::make_unique<TextCorpus>(text_path, /*seed=*/0);  // the seed is unused by evaluation
       text->check_seq(seq);

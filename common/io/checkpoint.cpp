@@ -405,4 +405,17 @@ TrainerState load_trainer_state(const std::string& dir) {
   return s;
 }
 
+std::unique_ptr<ParamStore> load_params_f32(const std::string& dir, const ModelConfig& config) {
+  const DType dtype = load_dtype(dir);
+  auto params = std::make_unique<ParamStore>(config, DType::f32, Device::cpu(), /*with_grads=*/false);
+  if (dtype == DType::f32) {
+    load_params(dir, *params);
+    return params;
+  }
+  ParamStore narrow(config, dtype, Device::cpu(), /*with_grads=*/false);
+  load_params(dir, narrow);
+  convert_to_float(dtype, narrow.flat().raw(), params->flat().data<float>(), static_cast<std::size_t>(narrow.numel()));
+  return params;
+}
+
 }  // namespace usp

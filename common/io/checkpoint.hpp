@@ -35,6 +35,7 @@
 //   checkpoint 'ckpt': model.safetensors has no tensor 'model.norm.weight'
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,10 @@ DType load_dtype(const std::string& dir);
 // Reads model.safetensors into params: config.json must describe params' shape, and the file
 // must hold exactly params' tensors, with their shapes and dtype.
 void load_params(const std::string& dir, ParamStore& params);
+// The checkpoint's parameters in fp32 on the CPU (bf16/f16 ones widened, exactly), in a store of
+// `config`: load_config(dir), or a copy with run-time settings changed (a MoE model made
+// dropless for generation); its shape must be the checkpoint's (load_params' checks).
+std::unique_ptr<ParamStore> load_params_f32(const std::string& dir, const ModelConfig& config);
 
 bool has_optimizer_state(const std::string& dir);  // optimizer.safetensors exists
 // The hyperparameters saved with the optimizer state (to construct the AdamW to load into).

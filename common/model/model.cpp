@@ -609,14 +609,24 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
 }
 
 double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
-  const ModelConfig& c = config();
   USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
             "Model::evaluate runs the whole model, not a pipeline stage");
-  check_batch(c, inputs, targets);
+  check_batch(config(), inputs, targets);
+  const Tensor logits = forward_logits(inputs);
+  const Tensor labels = on_device(targets, params_.device());
+  Tensor unused_state;
+  return tp_->loss_forward(logits, labels.reshape({labels.numel()}), unused_state);
+}
+
+Tensor Model::forward_logits(const Tensor& inputs) {
+  const ModelConfig& c = config();
+  USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
+            "Model::forward_logits runs the whole model, not a pipeline stage");
+  check_batch(c, inputs, inputs);
   const std::int64_t B = inputs.dim(0), T = inputs.dim(1), N = B * T;
   const DType adt = options_.activation_dtype;
   const Device dev = params_.device();
-  const Tensor tokens = on_device(inputs, dev), labels = on_device(targets, dev);
+  const Tensor tokens = on_device(inputs, dev);
   Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
   tp_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
   LayerSaved unused;
@@ -631,9 +641,7 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
     }
   }
   HeadSaved head;
-  Tensor logits = forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
-  Tensor unused_state;
-  return tp_->loss_forward(logits, labels.reshape({N}), unused_state);
+  return forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
 }
 
 const Tensor& Model::logits() const {

@@ -140,6 +140,9 @@ class Model {
 
   // Forward without keeping anything (evaluation): the mean loss.
   double evaluate(const Tensor& inputs, const Tensor& targets);
+  // Forward without keeping anything: the logits [B·T, V] (a Temporary; under tensor parallelism
+  // this rank's vocabulary columns). inputs [B, T] i32. What generation reads (kv_cache.hpp).
+  Tensor forward_logits(const Tensor& inputs);
   // The logits [B·T, V] of the last forward (still held until backward); for tests and eval.
   // Under tensor parallelism: this rank's vocabulary columns [B·T, V/t].
   const Tensor& logits() const;

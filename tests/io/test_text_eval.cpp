@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/data/text_eval.hpp"
+#include "common/model/generate.hpp"
 #include "common/io/checkpoint.hpp"
 #include "common/io/json_value.hpp"
 #include "tests/io/io_fixtures.hpp"
@@ -148,3 +149,31 @@ TEST_CASE("usp_eval check: the printed losses", "[.usp_eval_check]") {
     CHECK(json_int64(got.at("windows")) == windows);
   }
 }
+
+TEST_CASE("usp_sample check: the printed tokens are generate()'s on the checkpoint", "[.usp_sample_check]") {
+  // usp_sample ran --json on the f32 and bf16 checkpoints: greedy (g_*.json) and with
+  // --temperature 0.9 --top-k 20 --seed 5 (s_*.json), --prompt "Line 3: the" --tokens 40.
+  const std::string d = fixture_dir();
+  const std::string prompt_text = "Line 3: the";
+  const std::vector<std::int32_t> prompt(prompt_text.begin(), prompt_text.end());
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dtype));
+    const ModelConfig c = ModelConfig::builtin("usp-tiny");
+    ParamStore stored(c, dtype, Device::cpu(), false);
+    stored.init(8);
+    ParamStore wide(c, DType::f32, Device::cpu(), false);  // what usp_sample runs: widened exactly
+    convert_to_float(dtype, stored.flat().raw(), wide.flat().data<float>(), static_cast<std::size_t>(wide.numel()));
+    for (const std::string kind : {"g", "s"}) {
+      const SamplingSettings s = kind == "g" ? SamplingSettings{0, 40, 1} : SamplingSettings{0.9, 20, 5};
+      const Generation expected = generate(wide, prompt, 40, s);
+      const JsonValue got = parse_json(read_file(d + "/" + kind + "_" + dtype_name(dtype) + ".json"), kind + " json");
+      std::vector<std::int32_t> tokens;
+      for (const JsonValue& t : got.at("tokens")) tokens.push_back(static_cast<std::int32_t>(json_int64(t)));
+      INFO(kind << ": " << json_string(got.at("text")));
+      CHECK(tokens == expected.tokens);
+      CHECK(json_string(got.at("prompt")) == prompt_text);
+      CHECK(json_int64(got.at("cache_bytes")) == 2 * c.layers * (11 + 40) * c.kv_dim() * 4);
+    }
+  }
+}
+
