@@ -25,8 +25,12 @@
 #include "common/json.hpp"
 #include "common/report/table.hpp"
 #include "common/runtime.hpp"
+#include "common/train/finite_loss.hpp"
+#include "common/train/matmul_peak.hpp"
+#include "common/train/step_progress.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace {
 
@@ -58,12 +62,14 @@ void add_comparison(report::Table& t, const BigBatchComparison& c) {
          c.max_param_diff_conditioned, c.peak_activation_accumulated, c.peak_activation_big});
 }
 
-// Part 2's run: the losses of every step (a resumed run's saved ones first) and the wall time of
-// the steps this run took.
+// Part 2's run: the losses of every step (a resumed run's saved ones first), the wall time of
+// the steps this run took, and the held-out losses it evaluated (after steps val_steps).
 struct Training {
   std::vector<double> losses;
   std::int64_t first_step = 0;
   double seconds = 0;
+  std::vector<std::int64_t> val_steps;
+  std::vector<double> val_losses;
 };
 
 // --resume DIR: the checkpoint must describe this run (same shape, data, sequence, global batch
@@ -90,7 +96,7 @@ TrainerState check_resume(Runtime& rt, const std::string& dir, const TrainingCon
 
 // The training part; with `resume` (checked by check_resume) it continues from that checkpoint.
 Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dataset& data, std::int64_t grad_acc,
-               const std::optional<TrainerState>& resume) {
+               const ProgressFlags& progress, const std::optional<TrainerState>& resume) {
   ParamStore params(cfg.model, cfg.dtype, cfg.device);
   params.init(cfg.seed);
   Model model(params, cfg.model_options());
@@ -107,12 +113,25 @@ Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dat
     run.first_step = resume->step;
     run.losses = resume->losses;
   }
+  const double peak = progress.quiet ? 0 : matmul_peak_flops(cfg.device);
   const auto t0 = std::chrono::steady_clock::now();
   for (std::int64_t step = run.first_step; step < cfg.steps; ++step) {
+    const auto ts = std::chrono::steady_clock::now();
     std::vector<Batch> micro;
     for (std::int64_t j = 0; j < grad_acc; ++j) micro.push_back(data.batch(step, j * cfg.mbs, cfg.mbs, cfg.seq));
     run.losses.push_back(accumulation_step(model, optimizer, micro));
-    std::printf("  step %3lld  loss %.4f\n", static_cast<long long>(step), run.losses.back());
+    require_finite_loss(run.losses.back(), step);
+    synchronize(cfg.device);
+    StepProgress line{step, run.losses.back(), std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count(),
+                      grad_acc * cfg.tokens_per_micro_batch(), 1,
+                      static_cast<double>(grad_acc * model.flops().model()), peak};
+    if (progress.evaluates(step, cfg.steps)) {
+      line.val_loss = validation_loss(model, data, progress.eval_batches, cfg.mbs, cfg.seq);
+      require_finite_loss(line.val_loss, step, "validation loss");
+      run.val_steps.push_back(step);
+      run.val_losses.push_back(line.val_loss);
+    }
+    if (!progress.quiet) std::printf("  %s\n", progress_line(line).c_str());
   }
   synchronize(cfg.device);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -133,6 +152,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_string("accum-list", "1,2,4,8", "the k values of the equivalence part, comma-separated");
   cli.add_string("save", "", "after training, save a checkpoint (weights, optimizer, trainer state) to this folder");
   cli.add_string("resume", "", "continue the training part from a checkpoint saved with --save, up to --steps");
+  add_progress_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   const TrainingConfig& cfg = in.config;
@@ -141,6 +161,11 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   rt.require(rt.size() == 1, "chapter 03 runs on one device: launch it without mpirun (or with -np 1)");
   const std::string out = cli.get_string("out");
   const std::int64_t grad_acc = cli.get_int("grad-acc");
+  ProgressFlags progress;
+  rt.agree([&] {
+    progress = progress_flags_from(cli);
+    if (progress.eval_every > 0) check_validation_data(*in.data, progress.eval_batches, cfg.mbs, cfg.seq);
+  });
   std::optional<TrainerState> resume;
   if (const std::string dir = cli.get_string("resume"); !dir.empty())
     resume = check_resume(rt, dir, cfg, grad_acc * cfg.mbs);
@@ -161,12 +186,14 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
   std::cout << "\n2. training: " << cfg.steps << " steps of " << grad_acc << " micro-batches × " << cfg.mbs
             << " samples (global batch " << grad_acc * cfg.mbs << ")\n";
-  const Training run = train(rt, cli, cfg, *in.data, grad_acc, resume);
+  const Training run = train(rt, cli, cfg, *in.data, grad_acc, progress, resume);
 
   JsonWriter results;
   results.begin_object().key("comparisons");
   comparisons.write_json(results);
-  results.field("grad_acc", grad_acc).field("global_batch", grad_acc * cfg.mbs).end_object();
+  results.field("grad_acc", grad_acc).field("global_batch", grad_acc * cfg.mbs);
+  results.key("validation").begin_object().key("steps").array(run.val_steps).key("losses").array(run.val_losses);
+  results.end_object().end_object();
   const double tokens = static_cast<double>((cfg.steps - run.first_step) * grad_acc * cfg.tokens_per_micro_batch());
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "03_grad_accumulation", .losses = run.losses, .tokens_per_second = tokens / run.seconds,

@@ -44,13 +44,28 @@ class Dataset {
   virtual void sample(std::int64_t step, std::int64_t index, std::int64_t seq, std::int32_t* out) const = 0;
 
   // Samples first_sample .. first_sample + count - 1 of step `step`, one per row.
-  // step >= 0, first_sample >= 0, first_sample + count <= 2^32 (the index is the low half of
-  // the 64-bit rng counter, the step its high half).
+  // 0 <= step < kHeldOutStep, first_sample >= 0, first_sample + count <= 2^32 (the index is the
+  // low half of the 64-bit rng counter, the step its high half).
   Batch batch(std::int64_t step, std::int64_t first_sample, std::int64_t count, std::int64_t seq) const;
+
+  // Held-out data, which batch() never returns: held-out samples first .. first + count - 1, for
+  // a validation loss. By default the samples of the reserved step kHeldOutStep, which no
+  // training step reaches (the synthetic corpus: fresh draws of the same chain); a text file
+  // holds out its last part instead (text_corpus.hpp). UsageError when there are not that many.
+  Batch held_out_batch(std::int64_t first, std::int64_t count, std::int64_t seq) const;
+  static constexpr std::int64_t kHeldOutStep = (std::int64_t{1} << 32) - 1;
+
+ protected:
+  // Held-out sample `index` (seq + 1 tokens) into out[0..seq].
+  virtual void held_out_sample(std::int64_t index, std::int64_t seq, std::int32_t* out) const {
+    sample(kHeldOutStep, index, seq, out);
+  }
 };
 
-// "synthetic" (SyntheticCorpus, vocab 256) or "text:PATH" (TextCorpus of the file's bytes).
-// Anything else throws UsageError naming the accepted forms.
+// "synthetic" (SyntheticCorpus, vocab 256), "text:PATH" (TextCorpus of the file's bytes), or
+// "lessons": the course's own lessons as one English text (README.md, docs/ARCHITECTURE.md and every
+// chapter's README.md, joined at build time into BUILD/data/lessons.txt), the real text every
+// build has. Anything else throws UsageError naming the accepted forms.
 std::unique_ptr<Dataset> make_dataset(const std::string& spec, std::uint64_t seed);
 
 // Splits inputs/targets out of rows of seq + 1 tokens: samples [count, seq + 1] i32 ->

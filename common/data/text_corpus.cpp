@@ -22,16 +22,28 @@ TextCorpus::TextCorpus(const std::string& path, std::uint64_t seed) : path_(path
 
 void TextCorpus::check_seq(std::int64_t seq) const {
   Dataset::check_seq(seq);
-  if (size() < seq + 1)
-    throw UsageError("text file '" + path_ + "' has " + std::to_string(size()) + " bytes; need at least seq+1 = " +
+  if (held_out_begin() < seq + 1)
+    throw UsageError("text file '" + path_ + "' has " + std::to_string(size()) + " bytes, " +
+                     std::to_string(held_out_begin()) + " before the held-out last tenth; need at least seq+1 = " +
                      std::to_string(seq + 1));
+}
+
+void TextCorpus::held_out_sample(std::int64_t index, std::int64_t seq, std::int32_t* out) const {
+  if (index >= held_out_windows(seq))
+    throw UsageError("the held-out last tenth of text file '" + path_ + "' (" +
+                     std::to_string(size() - held_out_begin()) + " bytes) has " +
+                     std::to_string(held_out_windows(seq)) + " windows of seq+1 = " + std::to_string(seq + 1) +
+                     " bytes; validation asked for window " + std::to_string(index) +
+                     " (fewer --eval-batches, a smaller --mbs or --seq, or a longer text)");
+  const std::int64_t o = held_out_begin() + index * (seq + 1);
+  for (std::int64_t j = 0; j <= seq; ++j) out[j] = token(o + j);
 }
 
 std::int64_t TextCorpus::sample_offset(std::int64_t step, std::int64_t index, std::int64_t seq) const {
   const std::uint64_t counter = (static_cast<std::uint64_t>(step) << 32) | static_cast<std::uint64_t>(index);
   const rng::Block b = rng::philox4x32_10(counter, rng::make_key(seed_, rng::hash_name("data")));
   const std::uint64_t draw = (static_cast<std::uint64_t>(b.v[0]) << 32) | b.v[1];
-  return static_cast<std::int64_t>(draw % static_cast<std::uint64_t>(size() - seq));
+  return static_cast<std::int64_t>(draw % static_cast<std::uint64_t>(held_out_begin() - seq));
 }
 
 void TextCorpus::sample(std::int64_t step, std::int64_t index, std::int64_t seq, std::int32_t* out) const {
@@ -41,7 +53,10 @@ void TextCorpus::sample(std::int64_t step, std::int64_t index, std::int64_t seq,
 
 SequentialWindows::SequentialWindows(const TextCorpus& corpus, std::int64_t seq, std::int64_t batch_size)
     : corpus_(corpus), seq_(seq), batch_size_(batch_size) {
-  corpus.check_seq(seq);
+  if (seq < 1) throw UsageError("sequence length must be >= 1, got " + std::to_string(seq));
+  if (corpus.size() < seq + 1)  // the whole file is read here, its held-out part too
+    throw UsageError("text file '" + corpus.path() + "' has " + std::to_string(corpus.size()) +
+                     " bytes; need at least seq+1 = " + std::to_string(seq + 1));
   if (batch_size < 1) throw UsageError("batch size must be >= 1, got " + std::to_string(batch_size));
   num_windows_ = corpus.size() / (seq + 1);
 }

@@ -18,5 +18,9 @@ std::int64_t first_non_finite(const std::vector<double>& values);
 // Throws usp::Error (a fatal failure, exit 1) naming the first non-finite step of `losses` and
 // `run` (which run of the chapter, may be empty).
 void require_finite_losses(const std::vector<double>& losses, const std::string& run = "");
+// The same for one step's value as the run goes (a loop that checks each step stops at the first
+// bad one instead of training on); `quantity` names it ("loss", "validation loss").
+void require_finite_loss(double value, std::int64_t step, const std::string& quantity = "loss",
+                         const std::string& run = "");
 
 }  // namespace usp

@@ -36,16 +36,46 @@ TEST_CASE("text corpus: missing, non-regular and too-short files are named", "[i
   write_file(path, "0123456789");
   const TextCorpus t(path, 1);
   CHECK(t.size() == 10);
-  const std::string message = "text file '" + path + "' has 10 bytes; need at least seq+1 = 129";
+  // Training reads the 9 bytes before the held-out last tenth (1 byte); usp_eval's windows the 10.
+  const std::string message = "text file '" + path + "' has 10 bytes, 9 before the held-out last tenth; need at least seq+1 = 129";
   CHECK_THROWS_WITH(t.check_seq(128), message);
   CHECK_THROWS_WITH(t.batch(0, 0, 1, 128), message);
-  CHECK_THROWS_WITH(SequentialWindows(t, 128, 4), message);
-  CHECK_NOTHROW(t.check_seq(9));  // exactly seq + 1 bytes is enough
-  const Batch b = t.batch(3, 5, 2, 9);  // the only window: offset 0
-  for (std::int64_t j = 0; j < 9; ++j) {
+  CHECK_THROWS_WITH(t.check_seq(9), Catch::Contains("9 before the held-out last tenth; need at least seq+1 = 10"));
+  CHECK_THROWS_WITH(SequentialWindows(t, 128, 4), "text file '" + path + "' has 10 bytes; need at least seq+1 = 129");
+  CHECK_NOTHROW(SequentialWindows(t, 9, 4));  // the whole file: exactly seq + 1 bytes is enough
+  CHECK_NOTHROW(t.check_seq(8));              // exactly seq + 1 training bytes is enough
+  const Batch b = t.batch(3, 5, 2, 8);  // the only training window: offset 0
+  for (std::int64_t j = 0; j < 8; ++j) {
     CHECK(b.inputs.data<std::int32_t>()[j] == '0' + j);
-    CHECK(b.targets.data<std::int32_t>()[9 + j] == '1' + j);
+    CHECK(b.targets.data<std::int32_t>()[8 + j] == '1' + j);
   }
+}
+
+TEST_CASE("text corpus: the last tenth is held out, never trained on, read as windows in order", "[io][data]") {
+  TempDir dir("text_held_out");
+  const std::string path = dir / "ramp.bin";
+  write_file(path, byte_ramp(250));  // held out: bytes 225..249 (25 bytes)
+  const TextCorpus t(path, 3);
+  CHECK(t.held_out_begin() == 225);
+  constexpr std::int64_t seq = 7;  // windows of 8 bytes: 225, 233, 241 (3 of them; 1 byte left over)
+  CHECK(t.held_out_windows(seq) == 3);
+  for (std::int64_t i = 0; i < 4096; ++i) {  // no training sample reaches byte 225
+    const std::int64_t o = t.sample_offset(i / 64, i % 64, seq);
+    REQUIRE(o + seq < 225);
+  }
+  const Batch h = t.held_out_batch(1, 2, seq);  // windows 1 and 2: bytes 233..240 and 241..248
+  for (std::int64_t r = 0; r < 2; ++r)
+    for (std::int64_t j = 0; j < seq; ++j) {
+      CHECK(h.inputs.data<std::int32_t>()[r * seq + j] == ((233 + 8 * r + j) * 37 + 11) % 256);  // byte_ramp's byte
+      CHECK(h.targets.data<std::int32_t>()[r * seq + j] == ((234 + 8 * r + j) * 37 + 11) % 256);
+    }
+  CHECK_THROWS_WITH(t.held_out_batch(2, 2, seq),
+                    Catch::Contains("(25 bytes) has 3 windows of seq+1 = 8 bytes; validation asked for window 3"));
+  // The synthetic corpus holds out a step no training reaches.
+  const auto synthetic = make_dataset("synthetic", 3);
+  const Batch v = synthetic->held_out_batch(0, 2, seq), last = synthetic->batch(Dataset::kHeldOutStep - 1, 0, 2, seq);
+  CHECK(std::memcmp(v.inputs.raw(), last.inputs.raw(), v.inputs.nbytes()) != 0);
+  CHECK_THROWS_WITH(synthetic->batch(Dataset::kHeldOutStep, 0, 1, seq), Catch::Contains("the last step is held out"));
 }
 
 TEST_CASE("text corpus: samples are the file's bytes at offsets covering every start", "[io][data][stats]") {
@@ -56,28 +86,29 @@ TEST_CASE("text corpus: samples are the file's bytes at offsets covering every s
   const TextCorpus t(path, 77);
   CHECK(t.vocab() == 256);
   CHECK(t.spec() == "text:" + path);
-  constexpr std::int64_t seq = 8, kSamples = 3200;  // 32 valid starts, 100 expected each
+  // 36 bytes before the held-out 4: 28 valid starts, 100 expected each.
+  constexpr std::int64_t seq = 8, kSamples = 2800;
   std::vector<std::int64_t> hits(40, 0);
   std::vector<std::int32_t> s(seq + 1);
   std::int64_t mismatched = 0;
   for (std::int64_t i = 0; i < kSamples; ++i) {
     const std::int64_t o = t.sample_offset(i / 64, i % 64, seq);
     REQUIRE(o >= 0);
-    REQUIRE(o <= 40 - seq - 1);
+    REQUIRE(o <= 36 - seq - 1);
     ++hits[static_cast<std::size_t>(o)];
     t.sample(i / 64, i % 64, seq, s.data());
     for (std::int64_t j = 0; j <= seq; ++j)
       mismatched += s[static_cast<std::size_t>(j)] != static_cast<unsigned char>(bytes[static_cast<std::size_t>(o + j)]);
   }
   CHECK(mismatched == 0);
-  // Offsets uniform over the 32 starts: chi-square with 31 dof (mean 31, sd 7.9), mean + 5 sd.
+  // Offsets uniform over the 28 starts: chi-square with 27 dof (mean 27, sd 7.3), mean + 5 sd.
   double chi2 = 0;
-  for (std::int64_t o = 0; o < 32; ++o) {
+  for (std::int64_t o = 0; o < 28; ++o) {
     const double d = static_cast<double>(hits[static_cast<std::size_t>(o)]) - 100.0;
     chi2 += d * d / 100.0;
   }
   INFO("chi-square " << chi2);
-  CHECK(chi2 < 31 + 5 * std::sqrt(62.0));
+  CHECK(chi2 < 27 + 5 * std::sqrt(54.0));
   // Tokens are unsigned bytes.
   const Batch b = t.batch(0, 0, 64, seq);
   for (std::int64_t i = 0; i < b.inputs.numel(); ++i) {
@@ -153,7 +184,14 @@ TEST_CASE("make_dataset builds the named source", "[io][data]") {
   // The spec round-trips: what a trainer state records rebuilds the same data.
   const Batch a = text->batch(1, 0, 2, 4), b = make_dataset(text->spec(), 4)->batch(1, 0, 2, 4);
   CHECK(std::memcmp(a.inputs.raw(), b.inputs.raw(), a.inputs.nbytes()) == 0);
+  // The lessons: the course's README, architecture and every chapter's lesson, in that order.
+  const auto lessons = make_dataset("lessons", 5);
+  const auto* lt = dynamic_cast<const TextCorpus*>(lessons.get());
+  REQUIRE(lt != nullptr);
+  CHECK(lt->size() > 100000);
+  CHECK(lt->token(0) == '#');  // README.md's title line
+  CHECK(lt->held_out_windows(255) > 100);
   CHECK_THROWS_WITH(make_dataset("text:", 1), "data 'text:' needs a file name (text:PATH)");
-  CHECK_THROWS_WITH(make_dataset("wiki", 1), "data must be 'synthetic' or 'text:PATH', got 'wiki'");
+  CHECK_THROWS_WITH(make_dataset("wiki", 1), "data must be 'synthetic', 'lessons' or 'text:PATH', got 'wiki'");
   CHECK_THROWS_WITH(make_dataset("text:" + (dir / "missing"), 1), "text file '" + (dir / "missing") + "' not found");
 }

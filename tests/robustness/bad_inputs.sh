@@ -27,6 +27,7 @@ export FIX
 echo "not a directory" > "$FIX/a_file"
 ln -s /dev/full "$FIX/full.csv"
 printf 'hello\n' > "$FIX/short.txt"
+head -c 1000 "$(dirname "$0")/../../README.md" > "$FIX/lessons_head.txt"  # held out: its last 100 bytes
 llama_config() {  # llama_config DIR VOCAB: a usp-tiny config.json with the given vocab_size
   mkdir -p "$1"
   cat > "$1/config.json" <<EOF

@@ -40,6 +40,9 @@ TEST_CASE("a run whose loss is not finite is an error naming the step", "[robust
   CHECK(first_non_finite({1, nan, 3, nan}) == 1);
   CHECK(first_non_finite({1, 2, -std::numeric_limits<double>::infinity()}) == 2);
   CHECK_NOTHROW(require_finite_losses({5.5, 5.0}));
+  CHECK_NOTHROW(require_finite_loss(5.5, 3));
+  CHECK_THROWS_WITH(require_finite_loss(std::numeric_limits<double>::infinity(), 12, "validation loss"),
+                    Catch::Contains("step 12: the validation loss is inf: the training diverged"));
   CHECK_THROWS_WITH(require_finite_losses({5.5, 5.0, nan}, "bf16"),
                     Catch::Contains("step 2 of run 'bf16': the loss is nan: the training diverged"));
   // A fatal failure (exit 1), not a usage error: the flags were fine, the run diverged.

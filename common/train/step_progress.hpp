@@ -1,0 +1,48 @@
+// One line per training step, the same in every chapter that prints its steps:
+//
+//   step   12  loss 1.3512  dt 284.1 ms  tok/s 921,625 (230,406 per rank)  mfu 45.5%  val_loss 1.7104
+//
+// dt is the step's wall time; tok/s the step's tokens (every rank's) over dt, and per rank; MFU the
+// model FLOPs of the step (forward + backward, StepFlops::model, every rank's) over dt and the
+// ranks' peak (matmul_peak.hpp: what this device's matrix products measurably reach); val_loss
+// only on the steps that evaluated it (validation_loss.hpp). The flags that go with it:
+//   --eval-every N   evaluate the held-out loss every N steps and after the last (0: never)
+//   --eval-batches K held-out batches of --mbs samples per evaluation
+//   --quiet          no per-step lines (the chapter's tables and summary.json stay)
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "common/cli.hpp"
+
+namespace usp {
+
+struct StepProgress {
+  std::int64_t step = 0;
+  double loss = 0;
+  double seconds = 0;       // the step's wall time
+  std::int64_t tokens = 0;  // the step's tokens, all ranks
+  int ranks = 1;
+  double flops = 0;         // the step's model FLOPs, all ranks
+  double peak_flops = 0;    // one rank's peak; 0: no MFU
+  double val_loss = NAN;    // NaN: not evaluated this step
+};
+
+std::string progress_line(const StepProgress& p);
+
+struct ProgressFlags {
+  std::int64_t eval_every = 0;
+  std::int64_t eval_batches = 4;
+  bool quiet = false;
+  // Evaluate after step `step` (0-based) of a run of `steps`: every eval_every-th, and the last.
+  bool evaluates(std::int64_t step, std::int64_t steps) const {
+    return eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps);
+  }
+};
+
+void add_progress_flags(Cli& cli, std::int64_t eval_every_default = 0);
+// UsageError for --eval-batches without --eval-every (a flag this run would ignore).
+ProgressFlags progress_flags_from(const Cli& cli);
+
+}  // namespace usp
