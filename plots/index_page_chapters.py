@@ -76,7 +76,10 @@ CHAPTERS = {
     "03": {
         "figures": [fig("ch03_accumulation.png",
                         "Peak activation memory of k accumulated micro-batches against one big batch — the playbook's "
-                        "gradient accumulation argument, measured (the playbook draws no such figure).")],
+                        "gradient accumulation argument, measured (the playbook draws no such figure)."),
+                    fig("ch03_learning_curve.png",
+                        "The training loss of every step and the loss on held-out data (--eval-every): the run "
+                        "learning, measured on text it never trained on.")],
         "numbers": [
             num("peak activations, k = {results.comparisons[-1].k} accumulated",
                 "results.comparisons[-1].peak_activation_accumulated",

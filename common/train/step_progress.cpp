@@ -10,10 +10,14 @@ namespace {
 
 // 921625 -> "921,625"
 std::string grouped(double v) {
-  std::string digits = std::to_string(static_cast<long long>(std::llround(v)));
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0 && digits[static_cast<std::size_t>(i - 1)] != '-'; i -= 3)
-    digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
+  const long long n = std::llround(v);
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 }  // namespace
