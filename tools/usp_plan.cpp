@@ -10,7 +10,9 @@
 // (compute at a fitted efficiency, each collective over the nodes its group spans at NCCL's
 // measured bandwidth, the schedule's bubble from chapter 08's simulator), and ranked by MFU. The text shows why each term costs what
 // it costs; --json prints {"best": [{dp, tp, pp, cp, ep, zero, mbs, gas, recompute, schedule,
-// memory_bytes, step_seconds, tokens_per_second_per_gpu, mfu, ...}], ...}.
+// memory_bytes, step_seconds, tokens_per_second_per_gpu, mfu, ...}], "tied_with_best": N, ...}. When
+// several layouts predict an MFU within the step model's own error of the best (kModelError), it
+// says so: a tie it cannot break, for a measurement to settle.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -65,11 +67,13 @@ int plan_main(int argc, char** argv) {
                      "of two)");
   }
   const std::size_t top = std::min<std::size_t>(all.size(), static_cast<std::size_t>(cli.get_int("top")));
+  const std::size_t tied = tied_with_best(all);
 
   if (cli.get_flag("json")) {
     JsonWriter j;
     j.begin_object().field("model", req.model.name).field("nodes", req.nodes).field("gpus_per_node", cluster.gpus_per_node);
     j.field("seq", req.seq).field("global_batch_tokens", req.global_batch_tokens).field("layouts_that_fit", all.size());
+    j.field("model_error", kModelError).field("tied_with_best", tied);
     j.key("best").begin_array();
     for (std::size_t i = 0; i < top; ++i) {
       const PlannedLayout& p = all[i];
@@ -94,14 +98,18 @@ int plan_main(int argc, char** argv) {
   std::printf("step model: compute at %.0f%% of %.1f TFLOPS, collectives at %.0f%% of the measured bus bandwidth,\n"
               "%.0f%% of the last micro-batch's backward hiding the DP all-reduce (fitted on the playbook's DP series)\n\n",
               100 * kComputeEfficiency, cluster.peak_flops / 1e12, 100 * kBandwidthEfficiency, 100 * kOverlap);
+  if (tied > 1)
+    std::printf("a tie: %zu layouts predict an MFU within %.0f%% of the best (%.1f%% to %.1f%%), the step model's\n"
+                "error on the very data it was fitted to; it cannot rank them (marked ~ below): measure them\n\n",
+                tied, 100 * kModelError, 100 * all[tied - 1].mfu, 100 * all.front().mfu);
   std::printf("  %3s %3s %3s %3s %4s %4s %4s %-9s %-5s | %8s %7s %6s | %7s %7s %7s %7s %7s %7s\n", "dp", "tp", "pp",
               "cp", "zero", "mbs", "gas", "recompute", "sched", "mem GB", "tok/s", "MFU", "step s", "compute", "DP", "TP",
               "CP", "PP");
   for (std::size_t i = 0; i < top; ++i) {
     const PlannedLayout& p = all[i];
     const calc::TrainingSetup& s = p.layout.setup;
-    std::printf("  %3lld %3lld %3lld %3lld %4d %4lld %4lld %-9s %-5s | %8.1f %7.0f %5.1f%% | %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f\n",
-                static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp),
+    std::printf("%c %3lld %3lld %3lld %3lld %4d %4lld %4lld %-9s %-5s | %8.1f %7.0f %5.1f%% | %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f\n",
+                tied > 1 && i < tied ? '~' : ' ', static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp),
                 static_cast<long long>(s.cp), s.zero,
                 static_cast<long long>(s.mbs), static_cast<long long>(p.layout.gas), recompute_name(s.recompute),
                 p.layout.schedule().c_str(), static_cast<double>(p.memory_bytes) / 1e9, p.tokens_per_second_per_gpu,

@@ -76,4 +76,10 @@ std::vector<PlannedLayout> search_layouts(const PlanRequest& r, const Cluster& c
   return out;
 }
 
+std::size_t tied_with_best(const std::vector<PlannedLayout>& layouts, double band) {
+  std::size_t n = 0;
+  while (n < layouts.size() && layouts[n].mfu >= (1 - band) * layouts.front().mfu) ++n;
+  return n;
+}
+
 }  // namespace usp::plan

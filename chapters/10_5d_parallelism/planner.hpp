@@ -48,4 +48,9 @@ struct SearchCounts {
 std::vector<PlannedLayout> search_layouts(const PlanRequest& request, const Cluster& cluster,
                                           SearchCounts* counts = nullptr);
 
+// How many of `layouts` (best MFU first, as search_layouts returns them) the step model cannot tell
+// from the best: those whose predicted MFU is at least (1 - band) times the best's. 0 when empty,
+// else >= 1 (the best itself). usp_plan says when more than one is tied, and their spread.
+std::size_t tied_with_best(const std::vector<PlannedLayout>& layouts, double band = kModelError);
+
 }  // namespace usp::plan

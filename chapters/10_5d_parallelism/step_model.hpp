@@ -42,6 +42,10 @@ namespace usp::plan {
 inline constexpr double kComputeEfficiency = 0.38;   // achieved / peak FLOP rate of the GEMM-bound step
 inline constexpr double kBandwidthEfficiency = 0.46;  // achieved / NCCL-benchmark bus bandwidth
 inline constexpr double kOverlap = 0.25;              // of the last micro-batch's backward, spent on DP comm
+// The step model's largest relative MFU error on the series it was fitted to (3.6%, rounded up).
+// Its error on layouts it was not fitted to is larger, so two layouts whose predicted MFU differ by
+// less than this are a tie it cannot break (planner.hpp: tied_with_best).
+inline constexpr double kModelError = 0.04;
 
 inline constexpr double kBytes = 2;  // bf16 activations, gradients and parameters on the wire
 

@@ -214,3 +214,24 @@ TEST_CASE("cluster files and bad requests", "[plan]") {
   for (const PlannedLayout& p : search_layouts(wide, open)) CHECK(p.layout.setup.tp == 16);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("ties: the layouts within the step model's own error of the best are counted, not ranked", "[plan]") {
+  auto with_mfu = [](std::vector<double> m) {
+    std::vector<PlannedLayout> v;
+    for (double x : m) v.push_back(PlannedLayout{.mfu = x});
+    return v;
+  };
+  CHECK(tied_with_best({}) == 0);
+  CHECK(tied_with_best(with_mfu({0.30})) == 1);
+  // Band 4%: 0.40 · 0.96 = 0.384, so 0.385 is tied and 0.383 is not.
+  CHECK(tied_with_best(with_mfu({0.40, 0.395, 0.385, 0.383, 0.30})) == 3);
+  CHECK(tied_with_best(with_mfu({0.40, 0.395, 0.385, 0.383, 0.30}), 0.02) == 2);  // 0.392
+  CHECK(kModelError >= 0.036);  // not below the largest error of the calibration fit (the test above)
+  // On the playbook's cluster the 8.86B model at 4 nodes has many layouts within that error.
+  const PlanRequest req{ModelConfig::builtin("playbook-8.86b"), 4, 4096, 1 << 20, 0, 0};
+  const std::vector<PlannedLayout> all = search_layouts(req, Cluster::playbook());
+  const std::size_t tied = tied_with_best(all);
+  REQUIRE(tied >= 2);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    CHECK((i < tied) == (all[i].mfu >= (1 - kModelError) * all[0].mfu));
+}
