@@ -43,9 +43,16 @@ std::string seconds_text(double s) {
 // The registry of open Watches and the thread that looks at the oldest. It is never destroyed
 // (the thread is detached and may still be waiting while the process exits).
 //
-// The thread sleeps until the oldest Watch's deadline. While nothing is watched it still wakes
-// once per timeout, so that a new Watch (whose deadline is a full timeout away) never needs to
-// wake it: registering a wait stays a map insert under a lock, cheap enough for every op.
+// The thread sleeps until the oldest Watch's deadline, or for one tick (a second at most), whichever
+// comes first. While nothing is watched it still wakes once per tick, so that a new Watch (whose
+// deadline is a full timeout away) never needs to wake it: registering a wait stays a map insert
+// under a lock, cheap enough for every op.
+//
+// Time this process did not run is not time spent waiting. A wake-up more than kFrozen after it
+// was due means the whole process was held (SIGSTOP, a debugger, a starved machine): every open
+// Watch is moved forward by that gap. Otherwise a rank stopped in the middle of a wait, and woken
+// when the job is torn down, would report that it "waited" for the very rank that was waiting
+// for it.
 class Monitor {
  public:
   std::uint64_t add(Subject subject, Clock::time_point since) {
@@ -118,10 +125,19 @@ class Monitor {
         lock.lock();
         continue;
       }
-      scheduled_ = oldest != nullptr ? deadline(oldest->since) : deadline(now);
+      scheduled_ = std::min(oldest != nullptr ? deadline(oldest->since) : deadline(now), now + tick());
       cv_.wait_until(lock, scheduled_);
+      const Clock::duration late = Clock::now() - scheduled_;
+      if (late > kFrozen)
+        for (auto& [id, e] : entries_) e.since += late;
     }
   }
+
+  // A second, or a quarter of a shorter timeout: how much of a stop can go unnoticed.
+  Clock::duration tick() const {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_s_ / 4)));
+  }
+  static constexpr Clock::duration kFrozen = std::chrono::seconds(1);
 
   std::mutex mu_;
   std::condition_variable cv_;
