@@ -11,7 +11,8 @@
 // (one line) and calls MPI_Abort, on which mpirun ends every rank of the job; Open MPI kills a
 // stopped rank too. For a collective nothing tells which member is late, so the message names
 // the communicator's other ranks, "one of"; a send or receive names its peer. Ranks are world
-// ranks, as in the "[rank r]" prefix.
+// ranks, as in the "[rank r]" prefix. Time this process itself did not run (stopped by SIGSTOP or
+// a debugger) is not counted as waiting: a stopped rank woken as the job ends blames no one.
 //
 // The timeout is USP_COMM_TIMEOUT, in seconds: 300 unless set, which is generous for real runs
 // (ranks may legitimately compute apart for a while, e.g. rank 0 writing a checkpoint); 0 turns
