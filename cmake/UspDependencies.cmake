@@ -83,7 +83,10 @@ if(MPI_CXX_FOUND)
   # Under ctest a rank left waiting ends the job after 60 s (the communicator's watchdog,
   # USP_COMM_TIMEOUT; 300 s by default), well inside ctest's per-test timeout.
   set(USP_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;OPENBLAS_NUM_THREADS=1;USP_COMM_TIMEOUT=60")
-  set(USP_MPI_WHY "${MPI_CXX_COMPILER}")
+  set(USP_MPI_WHY "${MPI_CXX_COMPILER}, ${MPIEXEC_EXECUTABLE}")
+  if(NOT MPIEXEC_EXECUTABLE)
+    usp_missing(mpi "Open MPI's mpirun (beside ${MPI_CXX_COMPILER})" "openmpi-bin" "MPI_HOME=<its prefix>, or its bin/ on PATH")
+  endif()
 elseif(NOT CMAKE_DISABLE_FIND_PACKAGE_MPI)
   set(USP_MPI_WHY "no MPI C++ compiler wrapper (mpicxx) on PATH or under MPI_HOME")
   usp_missing(mpi "Open MPI (mpicxx, mpirun)" "openmpi-bin libopenmpi-dev" "MPI_HOME=<its prefix>, or its bin/ on PATH")
