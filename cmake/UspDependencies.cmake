@@ -51,17 +51,19 @@ if(NOT USP_CUDA STREQUAL "OFF")
   endif()
 endif()
 
-# ---- NCCL: in the CUDA toolkit's directories, NCCL_HOME, CMAKE_PREFIX_PATH, or pip's ------------
-# nvidia-nccl-cuXX package (PyTorch's wheels bring it) of the plot python or USP_TORCH_PYTHON
-# (cmake/FindNCCL.cmake).
+# ---- NCCL: in NCCL_HOME, the CUDA toolkit's directories, CMAKE_PREFIX_PATH, or pip's ------------
+# nvidia-nccl-cuXX package (PyTorch's wheels bring it) of the pythons the PyTorch checks look at:
+# USP_TORCH_PYTHON, python3 on PATH, /usr/bin/python3 (cmake/FindNCCL.cmake).
 set(USP_HAVE_NCCL OFF)
 set(USP_NCCL_WHY "CUDA is off")
 if(USP_HAVE_CUDA)
   set(NCCL_HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_DIR})
-  set(NCCL_PYTHONS ${Python3_EXECUTABLE})
-  if(DEFINED ENV{USP_TORCH_PYTHON})
-    list(APPEND NCCL_PYTHONS "$ENV{USP_TORCH_PYTHON}")
-  endif()
+  set(NCCL_PYTHONS "")
+  foreach(py IN ITEMS "$ENV{USP_TORCH_PYTHON}" "${Python3_EXECUTABLE}" /usr/bin/python3)
+    if(NOT py STREQUAL "" AND EXISTS "${py}" AND NOT py IN_LIST NCCL_PYTHONS)
+      list(APPEND NCCL_PYTHONS "${py}")
+    endif()
+  endforeach()
   find_package(NCCL)
   if(NCCL_FOUND)
     set(USP_HAVE_NCCL ON)
