@@ -18,8 +18,16 @@ if(_blas_homes AND NOT BLAS_ROOT AND NOT DEFINED ENV{BLAS_ROOT})
   set(BLAS_ROOT ${_blas_homes})
 endif()
 
+# FindBLAS links a test program against the library it found; the libraries that one needs
+# (libgfortran) are looked for in the directories the build was pointed at (USP_RUNTIME_DIRS,
+# cmake/UspRunPath.cmake), as the real link does through the build's RPATH.
 set(BLA_VENDOR OpenBLAS)
+set(_blas_required_link_options ${CMAKE_REQUIRED_LINK_OPTIONS})
+foreach(dir IN LISTS USP_RUNTIME_DIRS)
+  list(APPEND CMAKE_REQUIRED_LINK_OPTIONS "LINKER:-rpath-link,${dir}")
+endforeach()
 find_package(BLAS)
+set(CMAKE_REQUIRED_LINK_OPTIONS ${_blas_required_link_options})
 if(NOT BLAS_FOUND)
   set(USP_BLAS_WHY "no libopenblas (looked in CMAKE_PREFIX_PATH, BLAS_ROOT, CMAKE_LIBRARY_PATH, LD_LIBRARY_PATH and the system)")
   return()

@@ -9,6 +9,7 @@
 # On Linux the list is written as DT_RPATH (--disable-new-dtags): the loader searches a
 # program's DT_RUNPATH for the program's own libraries only, its DT_RPATH for theirs as well.
 # The price: LD_LIBRARY_PATH no longer overrides these directories (reconfigure to change them).
+# Included before UspDependencies.cmake, whose link checks (FindBLAS's) use USP_RUNTIME_DIRS too.
 set(_dirs "")
 foreach(var LD_LIBRARY_PATH CMAKE_LIBRARY_PATH)
   if(DEFINED ENV{${var}})
