@@ -16,7 +16,7 @@
 #   bench/compare_torch.sh [-d cpu|cuda] [-t THREADS] [-s STEPS] [-w WARMUP] [-r ROUNDS] [-k PEAK] [-b BUILD_DIR]
 #
 # THREADS (default 1) goes to OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and torch.set_num_threads.
-# Python: USP_TORCH_PYTHON, else /usr/bin/python3 (where ./usp setup installs python3-torch).
+# Python: the first with torch of USP_TORCH_PYTHON, python3 on PATH, /usr/bin/python3 (tools/torch_python.sh).
 # The C++ side is BUILD_DIR/bin/bench_train_throughput (default build/); build it first.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,9 +36,8 @@ while getopts "d:t:s:w:r:k:b:h" opt; do
 done
 [[ "$device" == cpu || "$device" == cuda ]] || { echo "compare_torch: -d must be cpu or cuda, got '$device'" >&2; exit 2; }
 ours="$build/bin/bench_train_throughput"
-python="${USP_TORCH_PYTHON:-/usr/bin/python3}"
 [[ -x "$ours" ]] || { echo "compare_torch: $ours is not built (cmake --build $build --target bench_train_throughput)" >&2; exit 1; }
-"$python" -c 'import torch' 2>/dev/null ||
+python="$("$ROOT/tools/torch_python.sh" -v)" ||
   { echo "compare_torch: $python cannot import torch; run ./usp setup or set USP_TORCH_PYTHON" >&2; exit 1; }
 
 export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
