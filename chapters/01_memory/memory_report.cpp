@@ -16,7 +16,8 @@ double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1
 
 LayerMeasurement measure_layer(const Model& model, const TrainingConfig& cfg) {
   LayerMeasurement m;
-  m.exercise = layer_activation_bytes(cfg.model, cfg.mbs, cfg.seq, cfg.dtype);
+  // A mixture of experts keeps what its routing decides: no count (the contract refuses it).
+  m.exercise = cfg.model.is_moe() ? -1 : layer_activation_bytes(cfg.model, cfg.mbs, cfg.seq, cfg.dtype, model.options().recompute);
   m.declared = model.saved_bytes().at(1);
   m.measured = model.measured_saved_bytes().at(1);
   m.head_declared = model.saved_bytes().back();
