@@ -10,11 +10,13 @@
 
 #include "chapters/04_data_parallel/bucket_launch.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/filled_tensor.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch04;
 using usp::testing::elementwise_mismatch;
+using usp::testing::tensor_problem;
 using usp::testing::Tolerance;
 
 namespace {
@@ -80,6 +82,7 @@ TEST_CASE("exercise 04.2: each bucket goes once all its gradients are final, in 
   }
   finish_bucket_launches(state);
   INFO("exercise 04.2, rank " << r << ": after finish_bucket_launches");
+  CHECK(tensor_problem(flat, "exercise 04.2: flat_grad", {kElements}, DType::f32) == "");
   CHECK(state.launched.empty());
   CHECK(elementwise_mismatch(flat.to_floats(), expected(n, r, {{0, kElements}}), Tolerance::exact(), r) == "");
   // The bytes: a ring all-reduce of each bucket sends 2(n-1)/n of its bytes: of 64 in all

@@ -20,6 +20,7 @@
 #include "chapters/05_zero/zero1_step.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/filled_tensor.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/gpu_ranks.hpp"
 #include "tests/support/test_world.hpp"
@@ -28,6 +29,7 @@ using namespace usp;
 using namespace usp::ch05;
 using usp::testing::baseline;
 using usp::testing::elementwise_mismatch;
+using usp::testing::tensor_problem;
 using usp::testing::max_abs;
 using usp::testing::mean_over_ranks;
 using usp::testing::Run;
@@ -295,6 +297,10 @@ void check_zero1_steps(Communicator& comm, std::int64_t pad_to) {
 
     const double norm = zero1_step(comm, z.zero, zero_opt, grads, reduced);
     ref_opt.step(z.ref);
+    const std::string on_rank = ", rank " + std::to_string(r);
+    CHECK(tensor_problem(reduced, "exercise 05.1: reduced" + on_rank, {z.shard.size}, DType::f32) == "");
+    CHECK(tensor_problem(z.zero.padded_flat(), "exercise 05.1: params.padded_flat()" + on_rank, {z.zero.padded_numel()},
+                         DType::f32) == "");
 
     // CHECKs, not REQUIREs: every rank goes on to the next step's collectives whatever it found.
     INFO("exercise 05.1, rank " << r << " of " << n << ", step " << step << ", P = " << z.zero.padded_numel()
