@@ -3,7 +3,7 @@
 // The playbook counts activations per layer as s·b·h·(34 + 5·a·s/h) bytes for a GPT-style
 // block in 16-bit precision. Our Llama-style layer keeps a different set of tensors, and the
 // point of this exercise is to derive its count from what each operation's backward needs, for
-// every recomputation mode, then see the memory tracker measure exactly that number
+// every recomputation mode, and the head's, then see the memory tracker measure exactly that number
 // (tests/ch01_memory). The layer is common/model/model.cpp's forward_layer and backward_layer;
 // the calculator's own count (common/calc) is no answer: the tests compare with the tracker.
 #pragma once
@@ -28,5 +28,12 @@ namespace usp::ch01 {
 //    decides"                                                 (<name>: config.name, one line)
 std::int64_t layer_activation_bytes(const ModelConfig& config, std::int64_t b, std::int64_t s, DType activation,
                                     Recompute recompute = Recompute::none);
+
+// Bytes the head (the final RMSNorm, lm_head and the loss, on one device) keeps between forward
+// and backward, for the same micro-batch and activation dtype: exactly the last entry of
+// Model::saved_bytes(). Recomputation does not touch the head. The same errors as above, with
+// "head_activation_bytes: " in place of "layer_activation_bytes: " (a mixture of experts has an
+// ordinary head: it is counted, not refused).
+std::int64_t head_activation_bytes(const ModelConfig& config, std::int64_t b, std::int64_t s, DType activation);
 
 }  // namespace usp::ch01

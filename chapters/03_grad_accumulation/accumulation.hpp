@@ -24,12 +24,15 @@ namespace usp::ch03 {
 //   - returns that loss, Σ n_i·loss_i / N, where loss_i is micro-batch i's mean (Model::forward):
 //     k micro-batches of one shape give the mean of their losses;
 //   - the activations of at most one micro-batch are alive at any time.
-// Errors (thrown before anything changes: the gradients and the optimizer untouched):
-//   no micro-batch: usp::UsageError "gradient accumulation needs at least one micro-batch";
-//   micro-batch i whose inputs and targets differ in shape, or that holds no token: usp::Error
-//   starting with exactly "accumulation_step: micro-batch <i> has inputs <shape> and targets
-//   <shape>" or "accumulation_step: micro-batch <i> holds no token", shapes written as
-//   usp::shape_str does ("[2, 24]").
+// Errors, thrown before anything changes (the gradients and the optimizer untouched, even when
+// the bad micro-batch is the last one), each a usp::Error whose message starts with exactly:
+//   "gradient accumulation needs at least one micro-batch"           (a usp::UsageError)
+//   "accumulation_step: micro-batch <i> has inputs <shape> and targets <shape>"  (they differ,
+//                                                      shapes as usp::shape_str writes: "[2, 24]")
+//   "accumulation_step: micro-batch <i> holds no token"
+//   "accumulation_step: micro-batch <i> is <seq_i> tokens long, the model's max_seq is <m>"
+//   "accumulation_step: micro-batch <i> holds token <t> outside the vocabulary [0, <v>)"  (the
+//                                                      first such, inputs before targets, in order)
 double accumulation_step(Model& model, AdamW& optimizer, const std::vector<Batch>& micro_batches);
 
 }  // namespace usp::ch03

@@ -14,4 +14,9 @@ std::int64_t layer_activation_bytes(const ModelConfig& /*config*/, std::int64_t 
   throw NotImplemented("exercise 01.1: layer_activation_bytes (what one layer keeps for its backward)");
 }
 
+std::int64_t head_activation_bytes(const ModelConfig& /*config*/, std::int64_t /*b*/, std::int64_t /*s*/,
+                                   DType /*activation*/) {
+  throw NotImplemented("exercise 01.1: head_activation_bytes (what the head keeps for its backward)");
+}
+
 }  // namespace usp::ch01

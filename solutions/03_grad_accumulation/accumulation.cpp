@@ -9,16 +9,34 @@ namespace usp::ch03 {
 
 namespace {
 
-// The tokens of every micro-batch, checked before anything changes.
-std::vector<std::int64_t> checked_tokens(const std::vector<Batch>& micro_batches) {
+// The first token id of t outside [0, vocab), or -1 when there is none.
+std::int64_t first_outside(const Tensor& t, std::int64_t vocab) {
+  const Tensor host = t.to(Device::cpu());
+  const std::int32_t* id = host.data<std::int32_t>();
+  for (std::int64_t j = 0; j < host.numel(); ++j)
+    if (id[j] < 0 || id[j] >= vocab) return j;
+  return -1;
+}
+
+// The tokens of every micro-batch, checked before anything changes: the model would refuse a bad
+// micro-batch itself, but only in its forward, after the earlier ones had added their gradients.
+std::vector<std::int64_t> checked_tokens(const ModelConfig& c, const std::vector<Batch>& micro_batches) {
   if (micro_batches.empty()) throw UsageError("gradient accumulation needs at least one micro-batch");
   std::vector<std::int64_t> tokens;
   for (std::size_t i = 0; i < micro_batches.size(); ++i) {
     const Batch& mb = micro_batches[i];
+    const std::string which = "accumulation_step: micro-batch " + std::to_string(i);
     if (mb.inputs.shape() != mb.targets.shape())
-      throw Error("accumulation_step: micro-batch " + std::to_string(i) + " has inputs " +
-                  shape_str(mb.inputs.shape()) + " and targets " + shape_str(mb.targets.shape()));
-    if (mb.inputs.numel() == 0) throw Error("accumulation_step: micro-batch " + std::to_string(i) + " holds no token");
+      throw Error(which + " has inputs " + shape_str(mb.inputs.shape()) + " and targets " +
+                  shape_str(mb.targets.shape()));
+    if (mb.inputs.numel() == 0) throw Error(which + " holds no token");
+    if (mb.inputs.dim(-1) > c.max_seq)
+      throw Error(which + " is " + std::to_string(mb.inputs.dim(-1)) + " tokens long, the model's max_seq is " +
+                  std::to_string(c.max_seq));
+    for (const Tensor* t : {&mb.inputs, &mb.targets})
+      if (const std::int64_t j = first_outside(*t, c.vocab); j >= 0)
+        throw Error(which + " holds token " + std::to_string(t->to(Device::cpu()).data<std::int32_t>()[j]) +
+                    " outside the vocabulary [0, " + std::to_string(c.vocab) + ")");
     tokens.push_back(mb.inputs.numel());
   }
   return tokens;
@@ -27,7 +45,7 @@ std::vector<std::int64_t> checked_tokens(const std::vector<Batch>& micro_batches
 }  // namespace
 
 double accumulation_step(Model& model, AdamW& optimizer, const std::vector<Batch>& micro_batches) {
-  const std::vector<std::int64_t> tokens = checked_tokens(micro_batches);
+  const std::vector<std::int64_t> tokens = checked_tokens(model.config(), micro_batches);
   std::int64_t total = 0;
   for (const std::int64_t n : tokens) total += n;
 

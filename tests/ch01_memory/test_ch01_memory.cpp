@@ -52,6 +52,14 @@ TEST_CASE("exercise 01.1: a layer's activation bytes equal what it keeps, as mea
           CHECK(yours == model.saved_bytes()[static_cast<std::size_t>(l)]);
           CHECK(yours == model.measured_saved_bytes()[static_cast<std::size_t>(l)]);
         }
+        const std::int64_t head = ch01::head_activation_bytes(c.cfg, c.b, c.s, act);
+        // The head keeps the last layer's output, which the tracker saw allocated by that layer: its
+        // measured growth is smaller than what it keeps by exactly that tensor.
+        const std::int64_t last_output = c.b * c.s * c.cfg.hidden * static_cast<std::int64_t>(dtype_size(act));
+        INFO("the head: declared " << model.saved_bytes().back() << " B, measured "
+                                   << model.measured_saved_bytes().back() << " B + its input " << last_output << " B");
+        CHECK(head == model.saved_bytes().back());
+        CHECK(head == model.measured_saved_bytes().back() + last_output);
         model.backward();
       }
     }
@@ -89,6 +97,10 @@ TEST_CASE("exercise 01.1: the count refuses what it cannot count", "[ch01]") {
     CHECK_THROWS_WITH(ch01::layer_activation_bytes(cfg, 2, 16, bad),
                       Catch::StartsWith(std::string("layer_activation_bytes: activations are f32, bf16 or f16, not ") +
                                         dtype_name(bad)));
+  CHECK_THROWS_WITH(ch01::head_activation_bytes(cfg, 3, 0, DType::f32),
+                    Catch::StartsWith("head_activation_bytes: b and s must be >= 1, got b = 3, s = 0"));
+  CHECK_THROWS_WITH(ch01::head_activation_bytes(cfg, 3, 4, DType::e4m3),
+                    Catch::StartsWith("head_activation_bytes: activations are f32, bf16 or f16, not e4m3"));
   ModelConfig moe = cfg;
   moe.name = "tiny-moe";
   moe.experts = 4;
@@ -96,6 +108,8 @@ TEST_CASE("exercise 01.1: the count refuses what it cannot count", "[ch01]") {
   CHECK_THROWS_WITH(ch01::layer_activation_bytes(moe, 2, 16, DType::f32),
                     Catch::StartsWith("layer_activation_bytes: tiny-moe is a mixture of experts; its layers keep "
                                       "what the routing decides"));
+  INFO("a mixture of experts has an ordinary head: counted like a dense model's");
+  CHECK(ch01::head_activation_bytes(moe, 2, 16, DType::f32) == ch01::head_activation_bytes(cfg, 2, 16, DType::f32));
 }
 
 TEST_CASE("the training state's tracked bytes equal the counts exactly", "[ch01]") {

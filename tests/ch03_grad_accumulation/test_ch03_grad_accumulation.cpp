@@ -168,6 +168,26 @@ TEST_CASE("exercise 03.1: unusable micro-batches are refused before anything cha
     CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
                       Catch::StartsWith("accumulation_step: micro-batch 2 holds no token"));
   }
+  SECTION("the last micro-batch longer than the model's context") {
+    micro.push_back(data->batch(0, 4, 1, cfg.model.max_seq + 1));
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 2 is " + std::to_string(cfg.model.max_seq + 1) +
+                                        " tokens long, the model's max_seq is " + std::to_string(cfg.model.max_seq)));
+  }
+  SECTION("a token outside the vocabulary in the last micro-batch's targets") {
+    Batch bad = data->batch(0, 4, 2, cfg.seq);
+    bad.targets.data<std::int32_t>()[5] = static_cast<std::int32_t>(cfg.model.vocab);
+    micro.push_back(bad);
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 2 holds token " + std::to_string(cfg.model.vocab) +
+                                        " outside the vocabulary [0, " + std::to_string(cfg.model.vocab) + ")"));
+  }
+  SECTION("a negative token in the inputs") {
+    micro[1].inputs.data<std::int32_t>()[0] = -3;
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 1 holds token -3 outside the vocabulary [0, " +
+                                        std::to_string(cfg.model.vocab) + ")"));
+  }
   INFO("after the refusal: the gradients still 3 everywhere, the parameters and the optimizer untouched");
   CHECK(t.optimizer.step_count() == 0);
   const std::vector<float> grads = t.params.flat_grad().to_floats();
