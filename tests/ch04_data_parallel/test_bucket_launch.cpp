@@ -172,26 +172,26 @@ TEST_CASE("exercise 04.2: a gradient never reported: the launched buckets comple
   Communicator& comm = testing::world();
   const int n = comm.size(), r = comm.rank();
   const BucketPlan plan = hand_plan();
-  SECTION("two of three buckets launched") {
+  struct Case {
+    std::vector<int> ready;  // the gradients reported, in order
+    std::string error;       // finish_bucket_launches's message
+    std::vector<std::pair<std::int64_t, std::int64_t>> averaged;  // the ranges launched, then waited for
+  };
+  const Case cases[] = {
+      {{5, 4, 3, 1}, "bucketing: 2 of 3 buckets launched by the end of backward; bucket 2 waits for parameters 2, 0",
+       {{6, kElements}}},
+      {{3, 2, 1, 0}, "bucketing: 0 of 3 buckets launched by the end of backward; bucket 0 waits for parameters 5, 4",
+       {}},
+  };
+  for (const Case& c : cases) {
     Tensor flat = rank_gradient(r);
     BucketLaunchState state = start_bucket_launches(plan, kParams);
-    for (const int p : {5, 4, 3, 1}) on_grad_ready(state, p, comm, flat);
-    INFO("exercise 04.2, rank " << r << ": finish_bucket_launches with parameters 2 and 0 never ready");
-    CHECK_THROWS_WITH(finish_bucket_launches(state),
-                      Catch::StartsWith("bucketing: 2 of 3 buckets launched by the end of backward; bucket 2 waits "
-                                        "for parameters 2, 0"));
+    for (const int p : c.ready) on_grad_ready(state, p, comm, flat);
+    INFO("exercise 04.2, rank " << r << ": finish_bucket_launches after " << c.ready.size()
+                                << " gradients: the launched buckets waited for, then \"" << c.error << "\"");
+    CHECK_THROWS_WITH(finish_bucket_launches(state), Catch::StartsWith(c.error));
     CHECK(state.launched.empty());
-    // Nothing was left in flight: buckets 0 and 1, [6, 16), averaged; bucket 2 untouched.
-    CHECK(elementwise_mismatch(flat.to_floats(), expected(n, r, {{6, kElements}}), Tolerance::exact(), r) == "");
-  }
-  SECTION("none launched: the first bucket waits") {
-    Tensor flat = rank_gradient(r);
-    BucketLaunchState state = start_bucket_launches(plan, kParams);
-    for (const int p : {3, 2, 1, 0}) on_grad_ready(state, p, comm, flat);
-    INFO("exercise 04.2, rank " << r << ": finish_bucket_launches with parameters 5 and 4 never ready");
-    CHECK_THROWS_WITH(finish_bucket_launches(state),
-                      Catch::StartsWith("bucketing: 0 of 3 buckets launched by the end of backward; bucket 0 waits "
-                                        "for parameters 5, 4"));
-    CHECK(elementwise_mismatch(flat.to_floats(), expected(n, r, {}), Tolerance::exact(), r) == "");
+    // Nothing was left in flight: the launched buckets averaged, the others untouched.
+    CHECK(elementwise_mismatch(flat.to_floats(), expected(n, r, c.averaged), Tolerance::exact(), r) == "");
   }
 }
