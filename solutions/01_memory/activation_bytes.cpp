@@ -1,4 +1,5 @@
-// Solution 01.1: the bytes one decoder layer keeps, op by op, for every recomputation mode.
+// Exercise 01.1, the reference solution: the bytes one decoder layer keeps, op by op, for every
+// recomputation mode, and the head's.
 #include "chapters/01_memory/activation_bytes.hpp"
 
 #include <string>

@@ -1,4 +1,4 @@
-// Solution 03.1: gradient accumulation.
+// Exercise 03.1, the reference solution: gradient accumulation.
 #include "chapters/03_grad_accumulation/accumulation.hpp"
 
 #include <string>

@@ -1,4 +1,4 @@
-// Solution 04.2: the bucket launches of one synchronising backward pass.
+// Exercise 04.2, the reference solution: the bucket launches of one synchronising backward pass.
 #include "chapters/04_data_parallel/bucket_launch.hpp"
 
 #include <string>

@@ -1,4 +1,4 @@
-// Solution 05.1: the ZeRO-1 step.
+// Exercise 05.1, the reference solution: the ZeRO-1 step.
 #include "chapters/05_zero/zero1_step.hpp"
 
 #include <cmath>
