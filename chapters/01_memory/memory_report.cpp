@@ -16,7 +16,11 @@ double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1
 
 LayerMeasurement measure_layer(const Model& model, const TrainingConfig& cfg) {
   LayerMeasurement m;
-  m.exercise = layer_activation_bytes(cfg.model, cfg.mbs, cfg.seq, cfg.dtype);
+  // A mixture of experts keeps what its routing decides: no count (the contract refuses it).
+  m.exercise = cfg.model.is_moe()
+                   ? -1
+                   : layer_activation_bytes(cfg.model, cfg.mbs, cfg.seq, cfg.dtype, model.options().recompute);
+  m.exercise_head = head_activation_bytes(cfg.model, cfg.mbs, cfg.seq, cfg.dtype);
   m.declared = model.saved_bytes().at(1);
   m.measured = model.measured_saved_bytes().at(1);
   m.head_declared = model.saved_bytes().back();
@@ -43,11 +47,12 @@ Breakdown compare_with_counts(const ParamStore& params, const Model& model, cons
   b.rows.push_back({"optimizer_state", peak[MemCategory::OptimizerState], N * (narrow ? 12 : 8),
                     narrow ? "N·(4 master + 4 m + 4 v)" : "N·(4 m + 4 v)"});
   // Without recomputation, activations peak at the end of forward: every layer's saved tensors
-  // (your count × L) plus the head's. With recomputation the exercise's count does not apply.
-  const bool none = model.options().recompute == Recompute::none;
+  // (your count × L) plus the head's (your count too). With recomputation the peak comes during a
+  // backward that rebuilds a layer, and for a mixture of experts there is no count: the units'.
+  const bool counted = model.options().recompute == Recompute::none && !cfg.model.is_moe();
   b.rows.push_back({"activation", peak[MemCategory::Activation],
-                    none ? cfg.model.layers * layer.exercise + layer.head_declared : layer.all_declared,
-                    none ? "L·layer_activation_bytes + head" : "sum of what the units declare"});
+                    counted ? cfg.model.layers * layer.exercise + layer.exercise_head : layer.all_declared,
+                    counted ? "L·layer_activation_bytes + head_activation_bytes" : "sum of what the units declare"});
   b.rows.push_back({"temporary", peak[MemCategory::Temporary], -1, "scratch, no count"});
   b.rows.push_back({"comm_buffer", peak[MemCategory::CommBuffer], 0, "no communication on one device"});
   b.peak_total = tracker.peak_total();

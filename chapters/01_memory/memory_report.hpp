@@ -13,9 +13,10 @@ namespace usp::ch01 {
 
 // One decoder layer's saved bytes, three ways (first forward, layer 0).
 struct LayerMeasurement {
-  std::int64_t exercise = 0;  // layer_activation_bytes (exercise 01.1), Recompute::none
+  std::int64_t exercise = 0;  // layer_activation_bytes (exercise 01.1) in the model's recompute mode
   std::int64_t declared = 0;  // the sum of the tensors the layer keeps (Model::saved_bytes)
   std::int64_t measured = 0;  // the tracker's Activation growth while it ran
+  std::int64_t exercise_head = 0;  // head_activation_bytes (exercise 01.1)
   std::int64_t head_declared = 0;
   std::int64_t all_declared = 0;  // every unit, = the activations held at the end of forward
 };

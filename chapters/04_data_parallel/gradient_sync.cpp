@@ -23,24 +23,6 @@ const std::vector<DpMode>& all_dp_modes() {
   return modes;
 }
 
-BucketLaunchState start_bucket_launches(const BucketPlan& plan, std::size_t num_params) {
-  BucketLaunchState s;
-  s.plan = &plan;
-  s.bucket_of_param.assign(num_params, -1);
-  s.waiting.assign(plan.buckets.size(), 0);
-  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-    for (int p : plan.buckets[b].params) {
-      USP_CHECK(p >= 0 && static_cast<std::size_t>(p) < num_params && s.bucket_of_param[static_cast<std::size_t>(p)] < 0,
-                "bucket plan: parameter " + std::to_string(p) + " is out of range or in two buckets");
-      s.bucket_of_param[static_cast<std::size_t>(p)] = static_cast<int>(b);
-      s.waiting[b] += 1;
-    }
-  }
-  for (std::size_t p = 0; p < num_params; ++p)
-    USP_CHECK(s.bucket_of_param[p] >= 0, "bucket plan: parameter " + std::to_string(p) + " is in no bucket");
-  return s;
-}
-
 GradientSync::GradientSync(DpMode mode, Communicator& comm, ParamStore& params, BucketPlan plan)
     : mode_(mode), comm_(comm), params_(params), plan_(std::move(plan)) {
   USP_CHECK(params_.has_grads(), "GradientSync needs a parameter store with gradients");
@@ -95,18 +77,15 @@ void GradientSync::finish() {
     }
     return;
   }
-  std::vector<WorkHandle> launched = std::move(mode_ == DpMode::overlap ? pending_ : buckets_.launched);
-  pending_.clear();
   if (mode_ == DpMode::bucketing) {
-    const std::size_t n = plan_.buckets.size();
-    if (buckets_.next_bucket != n || launched.size() != n) {
-      for (auto& w : launched) w->wait();  // leave nothing in flight before failing
-      throw Error("bucketing: " + std::to_string(launched.size()) + " of " + std::to_string(n) +
-                  " buckets were launched by the end of backward (on_grad_ready must launch each "
-                  "bucket once all its parameters are ready)");
-    }
+    BucketLaunchState state = std::move(buckets_);
     buckets_ = BucketLaunchState{};
-  } else if (static_cast<std::int64_t>(launched.size()) != collectives_per_step()) {
+    finish_bucket_launches(state);
+    return;
+  }
+  std::vector<WorkHandle> launched = std::move(pending_);
+  pending_.clear();
+  if (static_cast<std::int64_t>(launched.size()) != collectives_per_step()) {
     for (auto& w : launched) w->wait();
     throw Error("overlap: " + std::to_string(launched.size()) + " gradients were reported ready, expected " +
                 std::to_string(collectives_per_step()));

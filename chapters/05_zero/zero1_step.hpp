@@ -1,16 +1,10 @@
-// Exercise 05.1: the ZeRO-1 step.
+// Exercise 05.1: the ZeRO-1 step — everything between the backward passes and the next forward.
 //
 // Every rank holds the full parameters and, after its backward passes, its full LOCAL gradient,
-// both in flat buffers padded to N_d·S elements (shard_layout.hpp). Its optimizer (AdamW over
-// the flat range [r·S, r·S + owned)) holds the Adam states of its shard only: that is the 1/N_d
-// of ZeRO-1. One step is then three moves:
-//
-//   grads [N_d·S] ──reduce-scatter (average)──> reduced [S]    rank r: chunk r of the mean gradient
-//   params[r·S, r·S + owned) ──AdamW step_range(reduced[0, owned))──> updated shard
-//   params [r·S, (r+1)·S) ──all-gather──> params [N_d·S]       every rank: all updated shards
-//
-// The two collectives move as many bytes as data parallelism's one all-reduce (which IS a
-// reduce-scatter followed by an all-gather), so ZeRO-1 saves memory at no extra communication.
+// both in flat buffers padded to N_d·S elements (shard_layout.hpp): rank r owns [r·S, (r+1)·S), of
+// which the first `owned` (0 to S) are real parameters. Its optimizer holds the Adam
+// states of the real elements of its shard only: that is the 1/N_d of ZeRO-1. Which data moves
+// where, and how, is the exercise (the chapter's README, "ZeRO-1", asks the questions).
 #pragma once
 #include "common/comm/communicator.hpp"
 #include "common/model/params.hpp"
@@ -19,14 +13,33 @@
 
 namespace usp::ch05 {
 
-// dp: the data-parallel group (N_d = dp.size(), r = dp.rank()).
-// params: a store whose flat buffers are padded to a multiple of N_d (StoreLayout::pad_to), so
-//   params.padded_flat() is [N_d·S]; it holds the parameters before the step, and every rank's
-//   updated values after it.
-// optimizer: AdamW over [r·S, r·S + owned) (the real elements of this rank's shard).
-// grads: this rank's local gradient, laid out like params.padded_flat() ([N_d·S], f32 or the
-//   parameter dtype): the store's padded gradient, or an fp32 accumulation buffer.
-// reduced: [S], grads' dtype: receives this rank's shard of the gradient averaged over the ranks.
-void zero1_step(Communicator& dp, ParamStore& params, AdamW& optimizer, const Tensor& grads, Tensor& reduced);
+// Inputs, with N_d = dp.size(), r = dp.rank(), Ψ = params.numel(), P = params.padded_numel():
+//   params     a flat store padded to a multiple of N_d (StoreLayout::pad_to), P = N_d·S (S = P / N_d:
+//              ceil(Ψ / N_d) when pad_to = N_d, more when it is padded further); on entry
+//              every rank holds the same parameters; the padding [Ψ, P) holds zeros.
+//   optimizer  AdamW meant for this rank's real elements [r·S, r·S + owned).
+//   grads      [P], f32 or the parameters' dtype: this rank's local gradient, laid out like
+//              params.padded_flat(). Its padding [Ψ, P) holds anything (NaN included): it is not
+//              a gradient. Read only.
+//   reduced    [S], grads' dtype: a buffer the step may use; see below.
+// Outputs, on every rank:
+//   params     every real element updated by one AdamW step (optimizer's hyper-parameters and step
+//              count) with the gradient AVERAGED over the N_d ranks: the same values, on every
+//              rank, as an all-reduce of the gradients followed by a full AdamW step. The padding
+//              stays zero.
+//   reduced    [0, owned): this rank's shard of the averaged gradient; [owned, S): 0.
+//   returns    the L2 norm of the averaged gradient over its Ψ real elements (what a trainer logs
+//              or clips by), the same value on every rank; accumulated in double, but no rank holds
+//              the whole gradient.
+// Communication: no more bytes than data parallelism's one all-reduce of grads, plus O(1).
+// A rank whose shard is all padding (owned = 0) still takes part in every collective.
+// Errors (usp::Error, thrown before any collective, the message starting with exactly this; every
+// rank sees the same sizes, so every rank throws and none is left waiting):
+//   "zero1_step: P = <P> padded parameters do not split into N_d = <N_d> shards"
+//   "zero1_step: grads has <n> elements, the padded parameters <P>"
+//   "zero1_step: reduced has <n> elements, a shard <S>"
+//   "zero1_step: reduced is <dtype>, grads <dtype>"                      (dtype_name: f32, bf16)
+//   "zero1_step: the optimizer covers [<begin>, <end>), rank <r> owns [<r·S>, <r·S + owned>)"
+double zero1_step(Communicator& dp, ParamStore& params, AdamW& optimizer, const Tensor& grads, Tensor& reduced);
 
 }  // namespace usp::ch05

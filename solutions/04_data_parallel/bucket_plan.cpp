@@ -1,4 +1,4 @@
-// Solution 04.1: the bucket plan.
+// Exercise 04.1, the reference solution: the bucket plan.
 #include "chapters/04_data_parallel/bucket_plan.hpp"
 
 #include "common/error.hpp"

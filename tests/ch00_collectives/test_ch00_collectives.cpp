@@ -16,11 +16,13 @@
 #include "chapters/00_collectives/demos.hpp"
 #include "chapters/00_collectives/ring_allreduce.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/filled_tensor.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch00;
 using usp::testing::elementwise_mismatch;
+using usp::testing::tensor_problem;
 using usp::testing::Tolerance;
 using usp::testing::world;
 
@@ -212,6 +214,8 @@ TEST_CASE("exercise 00.1: the ring all-reduce equals the library's bit for bit o
     Tensor library = Tensor::from_floats(values, {numel});
     ring_all_reduce(comm, ring);
     comm.all_reduce(library);
+    CHECK(tensor_problem(ring, "exercise 00.1: the tensor reduced in place, rank " + std::to_string(r), {numel},
+                         DType::f32) == "");
     CHECK(elementwise_mismatch(ring.to_floats(), library.to_floats(), Tolerance::exact(), r) == "");
   }
 }
@@ -234,6 +238,8 @@ TEST_CASE("exercise 00.1: the ring all-reduce agrees with the library within fp3
     Tensor library = Tensor::from_floats(values, {numel});
     ring_all_reduce(comm, ring);
     comm.all_reduce(library);
+    CHECK(tensor_problem(ring, "exercise 00.1: the tensor reduced in place, rank " + std::to_string(r), {numel},
+                         DType::f32) == "");
     std::vector<double> bound(static_cast<std::size_t>(numel));
     for (std::int64_t i = 0; i < numel; ++i) {
       double magnitude = 0;
@@ -254,6 +260,8 @@ TEST_CASE("exercise 00.1: the ring all-reduce sends 2(n-1)/n of the tensor per r
     Tensor t = Tensor::zeros({numel});
     const CommStats before = comm.stats();
     ring_all_reduce(comm, t);
+    CHECK(tensor_problem(t, "exercise 00.1: the tensor reduced in place, rank " + std::to_string(r), {numel},
+                         DType::f32) == "");
     const CommStats after = comm.stats();
     const std::uint64_t sent = after.sent(CommOp::send) - before.sent(CommOp::send);
     CHECK(sent == expected_ring_bytes(numel, n, r));

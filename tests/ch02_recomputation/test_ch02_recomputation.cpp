@@ -17,10 +17,12 @@
 #include "chapters/02_recomputation/attention_probs.hpp"
 #include "chapters/02_recomputation/recompute_measurement.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/filled_tensor.hpp"
 
 using namespace usp;
 using namespace usp::ch02;
 using usp::testing::elementwise_mismatch;
+using usp::testing::tensor_problem;
 using usp::testing::Tolerance;
 
 namespace {
@@ -57,6 +59,7 @@ TEST_CASE("exercise 02.1: the attention probabilities equal the attention op's",
     Tensor got = Tensor::empty({B, H, T, T});
     got.fill(7.0f);  // every entry must be written, the masked ones with 0
     attention_probs(q, k, got);
+    REQUIRE(tensor_problem(got, "exercise 02.1: probs", {B, H, T, T}, DType::f32) == "");
     // Both compute in fp32 from the same inputs but in different orders: the scores |q·k|/√D <= 4
     // differ by the dot products' rounding, at most D·2⁻²⁴·Σ|q_d k_d|/√D ≈ 4e-6, which moves a
     // probability by that much relatively; the row sums over <= 70 keys add <= 70·2⁻²⁴ ≈ 4e-6
@@ -71,6 +74,7 @@ TEST_CASE("exercise 02.1: the attention probabilities equal the attention op's",
     // Deterministic: the rebuild in backward must give the forward's bits again.
     Tensor again = Tensor::empty({B, H, T, T});
     attention_probs(q, k, again);
+    REQUIRE(tensor_problem(again, "exercise 02.1: probs (the rebuild)", {B, H, T, T}, DType::f32) == "");
     CHECK(elementwise_mismatch(again.to_floats(), g) == "");
   }
 }
@@ -87,6 +91,7 @@ TEST_CASE("exercise 02.1: query head j reads kv head j / (H/G), for H/G = 2 of G
     ops::attention_forward(q, k, v, out, want);
     Tensor got = Tensor::empty({B, H, T, T});
     attention_probs(q, k, got);
+    REQUIRE(tensor_problem(got, "exercise 02.1: probs", {B, H, T, T}, DType::f32) == "");
     // The first test's tolerance: the scores differ by the dot products' rounding only.
     CHECK(elementwise_mismatch(got.to_floats(), want.to_floats(), Tolerance{1e-7, 2e-5}) == "");
   }
@@ -115,6 +120,7 @@ TEST_CASE("exercise 02.1: scores of magnitude 1000 give finite probabilities, wo
   Tensor got = Tensor::empty({1, H, T, T});
   got.fill(7.0f);
   attention_probs(q, k, got);
+  REQUIRE(tensor_problem(got, "exercise 02.1: probs", {1, H, T, T}, DType::f32) == "");
   const double e = std::exp(-40.0);
   const std::vector<float> want = {
       // head 0: rows t = 0, 1, 2

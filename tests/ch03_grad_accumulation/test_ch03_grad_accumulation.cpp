@@ -5,9 +5,13 @@
 #include <cmath>
 
 #include "chapters/03_grad_accumulation/big_batch_comparison.hpp"
+#include "tests/support/elementwise_check.hpp"
 
 using namespace usp;
 using namespace usp::ch03;
+using usp::testing::elementwise_mismatch;
+using usp::testing::max_abs;
+using usp::testing::Tolerance;
 
 namespace {
 TrainingConfig tiny() {
@@ -18,6 +22,25 @@ TrainingConfig tiny() {
   cfg.adamw.lr = 1e-3;
   return cfg;
 }
+
+// One store, model and optimizer from the seed of cfg (the store initialised before the optimizer
+// reads it: the comma in the model's initialiser).
+struct Trainee {
+  ParamStore params;
+  Model model;
+  AdamW optimizer;
+  explicit Trainee(const TrainingConfig& cfg) : params(cfg.model), model((params.init(cfg.seed), params)),
+                                               optimizer(params, cfg.adamw) {}
+};
+
+// The gradient the step must have used, against the reference: fp32 reassociation over a few
+// hundred per-token terms moves each element by a few ulps of the largest, 1e-5 of the largest
+// element bounds it; a wrong weight is an O(1) relative error.
+void check_gradient(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(max_abs(want) > 0);
+  CHECK(elementwise_mismatch(got, want, Tolerance::absolute(1e-5 * max_abs(want))) == "");
+}
+
 }  // namespace
 
 TEST_CASE("exercise 03.1: k accumulated micro-batches equal one big batch", "[ch03]") {
@@ -73,4 +96,101 @@ TEST_CASE("exercise 03.1: accumulated training follows the big-batch run's losse
     // a few 1e-6 relative. A missing 1/k or a dropped micro-batch moves it by far more.
     CHECK(std::fabs(acc_loss - big_loss) <= 2e-5 * big_loss);
   }
+}
+
+TEST_CASE("exercise 03.1: uneven micro-batches (2, 2, 2, 1 samples) equal one batch of 7", "[ch03]") {
+  const TrainingConfig cfg = tiny();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  Trainee acc(cfg), big(cfg);
+  std::vector<Batch> micro;
+  for (const auto& [first, count] : {std::pair{0, 2}, std::pair{2, 2}, std::pair{4, 2}, std::pair{6, 1}})
+    micro.push_back(data->batch(0, first, count, cfg.seq));
+  acc.params.flat_grad().fill(7.0f);  // the previous step's gradient, or anything
+  const double loss = accumulation_step(acc.model, acc.optimizer, micro);
+
+  const Batch all = data->batch(0, 0, 7, cfg.seq);
+  big.params.zero_grad();
+  const double want = big.model.forward(all.inputs, all.targets);
+  big.model.backward();
+  INFO("exercise 03.1: micro-batches of 2, 2, 2 and 1 samples against one batch of 7; the loss " << want);
+  CHECK(std::fabs(loss - want) <= 1e-6 * want);
+  CHECK(acc.optimizer.step_count() == 1);
+  INFO("the store's gradient after the step: the big batch's");
+  check_gradient(acc.params.flat_grad().to_floats(), big.params.flat_grad().to_floats());
+}
+
+TEST_CASE("exercise 03.1: micro-batches of different lengths count by their tokens", "[ch03]") {
+  const TrainingConfig cfg = tiny();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  // 2 samples of 24 tokens and 3 of 8: 48 and 24 tokens; a 1/k or per-sample weight is off.
+  const std::vector<Batch> micro = {data->batch(0, 0, 2, 24), data->batch(0, 2, 3, 8)};
+  Trainee acc(cfg), ref(cfg);
+  const double loss = accumulation_step(acc.model, acc.optimizer, micro);
+
+  // The reference: each micro-batch's own mean and gradient, weighted by its tokens.
+  std::vector<double> grad(static_cast<std::size_t>(ref.params.numel()), 0.0);
+  double want = 0;
+  for (const Batch& mb : micro) {
+    const double w = static_cast<double>(mb.inputs.numel()) / 72.0;
+    ref.params.zero_grad();
+    want += w * ref.model.forward(mb.inputs, mb.targets);
+    ref.model.backward();
+    const std::vector<float> g = ref.params.flat_grad().to_floats();
+    for (std::size_t e = 0; e < g.size(); ++e) grad[e] += w * g[e];
+  }
+  INFO("exercise 03.1: 48 tokens and 24 tokens, weights 2/3 and 1/3; the loss " << want);
+  CHECK(std::fabs(loss - want) <= 1e-6 * want);
+  CHECK(acc.optimizer.step_count() == 1);
+  INFO("the store's gradient after the step: 2/3 of the first micro-batch's mean gradient + 1/3 of the second's");
+  check_gradient(acc.params.flat_grad().to_floats(), std::vector<float>(grad.begin(), grad.end()));
+}
+
+TEST_CASE("exercise 03.1: unusable micro-batches are refused before anything changes", "[ch03]") {
+  const TrainingConfig cfg = tiny();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  Trainee t(cfg);
+  t.params.flat_grad().fill(3.0f);
+  const std::vector<float> before = t.params.flat().to_floats();
+  std::vector<Batch> micro = {data->batch(0, 0, 2, cfg.seq), data->batch(0, 2, 2, cfg.seq)};
+  INFO("exercise 03.1: accumulation_step must refuse with the contract's message");
+  SECTION("no micro-batch") {
+    CHECK_THROWS_AS(accumulation_step(t.model, t.optimizer, {}), UsageError);
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, {}),
+                      Catch::StartsWith("gradient accumulation needs at least one micro-batch"));
+  }
+  SECTION("targets of another shape than the inputs") {
+    micro[1].targets = data->batch(0, 2, 2, cfg.seq - 1).targets;
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 1 has inputs [2, 24] and targets [2, 23]"));
+  }
+  SECTION("a micro-batch without a token") {
+    micro.push_back(Batch{Tensor::zeros({0, cfg.seq}, DType::i32), Tensor::zeros({0, cfg.seq}, DType::i32)});
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 2 holds no token"));
+  }
+  SECTION("the last micro-batch longer than the model's context") {
+    micro.push_back(data->batch(0, 4, 1, cfg.model.max_seq + 1));
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 2 is " + std::to_string(cfg.model.max_seq + 1) +
+                                        " tokens long, the model's max_seq is " + std::to_string(cfg.model.max_seq)));
+  }
+  SECTION("a token outside the vocabulary in the last micro-batch's targets") {
+    Batch bad = data->batch(0, 4, 2, cfg.seq);
+    bad.targets.data<std::int32_t>()[5] = static_cast<std::int32_t>(cfg.model.vocab);
+    micro.push_back(bad);
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 2 holds token " + std::to_string(cfg.model.vocab) +
+                                        " outside the vocabulary [0, " + std::to_string(cfg.model.vocab) + ")"));
+  }
+  SECTION("a negative token in the inputs") {
+    micro[1].inputs.data<std::int32_t>()[0] = -3;
+    CHECK_THROWS_WITH(accumulation_step(t.model, t.optimizer, micro),
+                      Catch::StartsWith("accumulation_step: micro-batch 1 holds token -3 outside the vocabulary [0, " +
+                                        std::to_string(cfg.model.vocab) + ")"));
+  }
+  INFO("after the refusal: the gradients still 3 everywhere, the parameters and the optimizer untouched");
+  CHECK(t.optimizer.step_count() == 0);
+  const std::vector<float> grads = t.params.flat_grad().to_floats();
+  CHECK(elementwise_mismatch(grads, std::vector<float>(grads.size(), 3.0f), Tolerance::exact()) == "");
+  CHECK(elementwise_mismatch(t.params.flat().to_floats(), before, Tolerance::exact()) == "");
 }

@@ -1,5 +1,5 @@
 // Chapter 04 on real ranks (run on 1, 2 and 4 ranks: the data-parallel degree is the world's):
-// the gradient-ready hook (exercise 04.2), every variant against the single-rank baseline with
+// every variant against the single-rank baseline with
 // and without gradient accumulation, the exact collective counts and bytes, and the traces.
 // [gpu]: every variant with the model on a GPU per rank and the gradients over the device
 // communicator (NCCL, or host staging when ranks share a GPU) against the CPU baseline.
@@ -40,8 +40,6 @@ TrainingConfig tiny() {
 // 65536: 12 buckets.
 constexpr std::int64_t kCap = 20000;
 constexpr std::int64_t kBuckets = 12;
-
-std::uint64_t all_reduces(Communicator& c) { return c.stats().count(CommOp::all_reduce); }
 
 // The single-rank baseline: the whole global batch in one forward and backward per step.
 struct Baseline {
@@ -88,47 +86,6 @@ bool replicas_identical(Communicator& comm, ParamStore& p) {
 }
 
 }  // namespace
-
-TEST_CASE("exercise 04.2: the hook launches each bucket once all its gradients are ready, in order", "[ch04][mpi]") {
-  Communicator& comm = testing::world();
-  const int n = comm.size(), r = comm.rank();
-  // Six parameters of uneven sizes over a 16-element flat buffer, and a hand-made plan of three
-  // buckets (in the order backward fills them): {5, 4} = [9, 16), {3} = [6, 9), {2, 1, 0} = [0, 6).
-  const std::vector<std::int64_t> numel = {1, 2, 3, 3, 4, 3};
-  BucketPlan plan;
-  plan.cap_bytes = 12;
-  plan.buckets = {Bucket{{5, 4}, 9, 16, 28}, Bucket{{3}, 6, 9, 12}, Bucket{{2, 1, 0}, 0, 6, 24}};
-  std::vector<float> values(16);
-  for (int i = 0; i < 16; ++i) values[static_cast<std::size_t>(i)] = static_cast<float>((r + 1) * (i + 1));
-  Tensor flat = Tensor::from_floats(values, {16});
-
-  BucketLaunchState state = start_bucket_launches(plan, numel.size());
-  const std::uint64_t c0 = all_reduces(comm), bytes0 = comm.stats().sent(CommOp::all_reduce);
-  // Ready order 5, 3, 4, 2, 0, 1: bucket 1 ({3}) completes before bucket 0 but must wait for it.
-  const std::vector<std::pair<int, std::uint64_t>> steps = {
-      {5, 0},  // bucket 0 still waits for 4
-      {3, 0},  // bucket 1 is full, but bucket 0 goes first
-      {4, 2},  // bucket 0 full: launch it, then bucket 1 right behind it
-      {2, 2}, {0, 2},
-      {1, 3},  // bucket 2 full
-  };
-  for (const auto& [param, launched] : steps) {
-    INFO("after parameter " << param << " is ready");
-    on_grad_ready(state, param, comm, flat);
-    CHECK(all_reduces(comm) - c0 == launched);
-    CHECK(state.launched.size() == launched);
-  }
-  CHECK(state.next_bucket == 3);
-  for (auto& w : state.launched) w->wait();
-  // Averaged over the ranks: element i is (i + 1) · mean(1..n) = (i + 1)(n + 1)/2, exact in fp32.
-  std::vector<float> want(16);
-  for (int i = 0; i < 16; ++i) want[static_cast<std::size_t>(i)] = static_cast<float>((i + 1) * (n + 1)) / 2.0f;
-  CHECK(testing::elementwise_mismatch(flat.to_floats(), want, testing::Tolerance::exact(), r) == "");
-  // The bytes: a ring all-reduce of each bucket sends 2(n-1)/n of its bytes: of 64 in all
-  // (exact for n = 1, 2, 4, where each bucket's share is whole).
-  if ((2 * (n - 1) * 4) % n == 0)
-    CHECK(comm.stats().sent(CommOp::all_reduce) - bytes0 == static_cast<std::uint64_t>(2 * (n - 1) * 64 / n));
-}
 
 TEST_CASE("every DP variant reproduces the single-rank baseline, with and without accumulation", "[ch04][mpi]") {
   Communicator& comm = testing::world();

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "common/calc/memory_model.hpp"
+#include "common/comm/comm_volume.hpp"
 #include "common/device.hpp"
 #include "common/rng.hpp"
 #include "common/trace.hpp"
@@ -19,6 +20,7 @@
 #include "chapters/05_zero/zero1_step.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
+#include "tests/support/filled_tensor.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/gpu_ranks.hpp"
 #include "tests/support/test_world.hpp"
@@ -27,6 +29,7 @@ using namespace usp;
 using namespace usp::ch05;
 using usp::testing::baseline;
 using usp::testing::elementwise_mismatch;
+using usp::testing::tensor_problem;
 using usp::testing::max_abs;
 using usp::testing::mean_over_ranks;
 using usp::testing::Run;
@@ -236,64 +239,154 @@ TEST_CASE("a per-unit ParamStore: materialize, release, views, and shards initia
 
 // ---- exercise 05.1 ---------------------------------------------------------------------------
 
-TEST_CASE("exercise 05.1: the ZeRO-1 step equals an all-reduce and a full AdamW step", "[ch05][mpi]") {
-  auto& comm = world();
-  const int n = comm.size(), r = comm.rank();
-  const ModelConfig cfg = odd_tied().model;  // Ψ = 1998: padded when N_d = 4
-  const AdamWConfig adam;
-  ParamStore zero(cfg, DType::f32, Device::cpu(), StoreLayout{Residency::flat, Residency::flat, n});
-  ParamStore ref(cfg);
-  zero.init(3);
-  ref.init(3);
-  const Shard shard = shard_of(zero.numel(), n, r);
-  REQUIRE(zero.padded_flat().numel() == n * shard.size);
-  AdamW zero_opt(zero, adam, shard.begin, shard.owned_end());
-  AdamW ref_opt(ref, adam);
-  CHECK(zero_opt.m().numel() == shard.owned);  // 1/N_d of the optimizer states
-  Tensor reduced = Tensor::zeros({shard.size}, DType::f32, MemCategory::CommBuffer);
+namespace {
 
-  // Rank q's gradient: multiples of 2^-12 in (-1, 1), so that every partial sum of N_d ≤ 4 of
-  // them is exact in fp32 whatever the order, and dividing by N_d = 1, 2 or 4 too: the
-  // averaged gradient, and everything after it, must then match bit for bit.
-  auto gradient_of = [&](int q, int step, std::int64_t e) {
-    const float u =
-        rng::uniform(static_cast<std::uint64_t>(100 + step), "zero-grad", static_cast<std::uint64_t>(q) * 1000000 + e);
-    return std::round((2.0f * u - 1.0f) * 4095.0f) / 4096.0f;
-  };
+// Rank q's gradient at a step: multiples of 2^-12 in (-1, 1), so that every partial sum of
+// N_d <= 4 of them is exact in fp32 whatever the order, and dividing by N_d = 1, 2 or 4 too.
+float gradient_of(int q, int step, std::int64_t e) {
+  const float u =
+      rng::uniform(static_cast<std::uint64_t>(100 + step), "zero-grad", static_cast<std::uint64_t>(q) * 1000000 + e);
+  return std::round((2.0f * u - 1.0f) * 4095.0f) / 4096.0f;
+}
+
+// One ZeRO-1 store next to a plain one with the same parameters, its shard S = P / N_d (pad_to
+// a multiple of N_d: N_d, or more to leave the last ranks with padding only).
+struct Zero1Setup {
+  ParamStore zero, ref;
+  Shard shard;
+  Zero1Setup(Communicator& comm, std::int64_t pad_to)
+      : zero(odd_tied().model, DType::f32, Device::cpu(), StoreLayout{Residency::flat, Residency::flat, pad_to}),
+        ref(odd_tied().model) {
+    zero.init(3);
+    ref.init(3);
+    shard = shard_of(zero.padded_numel(), comm.size(), comm.rank());
+    shard.owned = std::clamp<std::int64_t>(zero.numel() - shard.begin, 0, shard.size);
+  }
+  // The optimizer of this rank's real elements (an empty range past Ψ when it owns none).
+  AdamW optimizer(const AdamWConfig& adam) const {
+    if (shard.owned == 0) return AdamW(zero.infos(), adam, shard.begin, shard.begin, Tensor());
+    return AdamW(zero, adam, shard.begin, shard.owned_end());
+  }
+};
+
+// Two steps of zero1_step against an all-reduce and a full AdamW step, the gradients' padding
+// NaN (it is no gradient): the reduced shard, the returned norm and the parameters, on every rank.
+void check_zero1_steps(Communicator& comm, std::int64_t pad_to) {
+  const int n = comm.size(), r = comm.rank();
+  const AdamWConfig adam;
+  Zero1Setup z(comm, pad_to);
+  AdamW zero_opt = z.optimizer(adam);
+  AdamW ref_opt(z.ref, adam);
+  CHECK(zero_opt.m().numel() == z.shard.owned);  // 1/N_d of the optimizer states
+  Tensor reduced = Tensor::zeros({z.shard.size}, DType::f32, MemCategory::CommBuffer);
   const bool exact = (n & (n - 1)) == 0;
   for (int step = 0; step < 2; ++step) {
-    std::vector<float> mine(static_cast<std::size_t>(zero.padded_numel()), 0.0f),
-        mean(static_cast<std::size_t>(ref.numel()), 0.0f);
-    for (std::int64_t e = 0; e < ref.numel(); ++e) {
+    std::vector<float> mine(static_cast<std::size_t>(z.zero.padded_numel()), std::nanf("")),
+        mean(static_cast<std::size_t>(z.ref.numel()), 0.0f);
+    double norm2 = 0;
+    for (std::int64_t e = 0; e < z.ref.numel(); ++e) {
       mine[static_cast<std::size_t>(e)] = gradient_of(r, step, e);
       float sum = 0;
       for (int q = 0; q < n; ++q) sum += gradient_of(q, step, e);
       mean[static_cast<std::size_t>(e)] = sum / static_cast<float>(n);
+      norm2 += static_cast<double>(mean[static_cast<std::size_t>(e)]) * mean[static_cast<std::size_t>(e)];
     }
-    zero.padded_flat_grad().copy_from(Tensor::from_floats(mine, {zero.padded_numel()}));
-    ref.flat_grad().copy_from(Tensor::from_floats(mean, {ref.numel()}));
+    Tensor grads = Tensor::from_floats(mine, {z.zero.padded_numel()});
+    z.ref.flat_grad().copy_from(Tensor::from_floats(mean, {z.ref.numel()}));
+    reduced.fill(std::nanf(""));  // whatever the buffer held before
 
-    zero1_step(comm, zero, zero_opt, zero.padded_flat_grad(), reduced);
-    ref_opt.step(ref);
+    const double norm = zero1_step(comm, z.zero, zero_opt, grads, reduced);
+    ref_opt.step(z.ref);
+    const std::string on_rank = ", rank " + std::to_string(r);
+    CHECK(tensor_problem(reduced, "exercise 05.1: reduced" + on_rank, {z.shard.size}, DType::f32) == "");
+    CHECK(tensor_problem(z.zero.padded_flat(), "exercise 05.1: params.padded_flat()" + on_rank, {z.zero.padded_numel()},
+                         DType::f32) == "");
 
-    // This rank's shard of the mean gradient (padding: zero), then the full parameters. CHECKs,
-    // not REQUIREs: every rank goes on to the next step's collectives whatever it found.
-    INFO("step " << step);
-    std::vector<float> want(static_cast<std::size_t>(shard.size), 0.0f);
-    for (std::int64_t i = 0; i < shard.owned; ++i)
-      want[static_cast<std::size_t>(i)] = mean[static_cast<std::size_t>(shard.begin + i)];
+    // CHECKs, not REQUIREs: every rank goes on to the next step's collectives whatever it found.
+    INFO("exercise 05.1, rank " << r << " of " << n << ", step " << step << ", P = " << z.zero.padded_numel()
+                                << ", shard [" << z.shard.begin << ", " << z.shard.end() << "), owned "
+                                << z.shard.owned);
+    std::vector<float> want(static_cast<std::size_t>(z.shard.size), 0.0f);
+    for (std::int64_t i = 0; i < z.shard.owned; ++i)
+      want[static_cast<std::size_t>(i)] = mean[static_cast<std::size_t>(z.shard.begin + i)];
     // N_d = 3, 5: a division by N_d and a reordered sum, a few ulps of 1.
     const Tolerance sum_order = exact ? Tolerance::exact() : Tolerance::absolute(4e-7);
+    INFO("reduced: this rank's shard of the averaged gradient, then zeros");
     CHECK(elementwise_mismatch(reduced.to_floats(), want, sum_order, r) == "");
+    INFO("the returned norm: the averaged gradient's over its real elements, " << std::sqrt(norm2));
+    CHECK(std::fabs(norm - std::sqrt(norm2)) <= 1e-6 * std::sqrt(norm2));
     // After AdamW the update is at most lr per element; a few-ulp gradient difference moves it
     // by at most 1e-3 of that.
     const Tolerance update = exact ? Tolerance::exact() : Tolerance::absolute(2 * adam.lr * 1e-3);
-    CHECK(elementwise_mismatch(zero.flat().to_floats(), ref.flat().to_floats(), update, r) == "");
+    INFO("the parameters: every element as the all-reduce and a full AdamW step leave it");
+    CHECK(elementwise_mismatch(z.zero.flat().to_floats(), z.ref.flat().to_floats(), update, r) == "");
     // The padding stays zero: it is not a parameter.
-    const std::vector<float> padded = zero.padded_flat().to_floats();
-    const std::vector<float> tail(padded.begin() + zero.numel(), padded.end());
+    const std::vector<float> padded = z.zero.padded_flat().to_floats();
+    const std::vector<float> tail(padded.begin() + z.zero.numel(), padded.end());
+    INFO("the parameters' padding [" << z.zero.numel() << ", " << padded.size() << "): zeros");
     CHECK(elementwise_mismatch(tail, std::vector<float>(tail.size(), 0.0f), Tolerance::exact(), r) == "");
   }
+}
+
+}  // namespace
+
+TEST_CASE("exercise 05.1: the ZeRO-1 step equals an all-reduce and a full AdamW step", "[ch05][mpi]") {
+  check_zero1_steps(world(), world().size());  // Ψ = 1998: on 4 ranks the last owns 498 of 500
+}
+
+TEST_CASE("exercise 05.1: padded further, ranks whose shard is all padding take part too", "[ch05][mpi]") {
+  // S = 1024 whatever N_d: on 2 ranks the second owns 974, on 4 the last two own nothing.
+  check_zero1_steps(world(), 1024 * world().size());
+}
+
+TEST_CASE("exercise 05.1: the ZeRO-1 step refuses inconsistent buffers before any collective", "[ch05][mpi]") {
+  auto& comm = world();
+  const int n = comm.size(), r = comm.rank();
+  const AdamWConfig adam;
+  Zero1Setup z(comm, n);
+  AdamW opt = z.optimizer(adam);
+  const std::int64_t P = z.zero.padded_numel(), S = z.shard.size;
+  Tensor grads = Tensor::zeros({P});
+  Tensor reduced = Tensor::zeros({S});
+  auto range = [](std::int64_t b, std::int64_t e) { return "[" + std::to_string(b) + ", " + std::to_string(e) + ")"; };
+  INFO("exercise 05.1, rank " << r << " of " << n << ": the error's message must start with the contract's text");
+  SECTION("grads of another size") {
+    Tensor wrong = Tensor::zeros({P + 1});
+    CHECK_THROWS_WITH(zero1_step(comm, z.zero, opt, wrong, reduced),
+                      Catch::StartsWith("zero1_step: grads has " + std::to_string(P + 1) +
+                                        " elements, the padded parameters " + std::to_string(P)));
+  }
+  SECTION("reduced of another size") {
+    Tensor wrong = Tensor::zeros({S + 1});
+    CHECK_THROWS_WITH(zero1_step(comm, z.zero, opt, grads, wrong),
+                      Catch::StartsWith("zero1_step: reduced has " + std::to_string(S + 1) + " elements, a shard " +
+                                        std::to_string(S)));
+  }
+  SECTION("reduced of another dtype") {
+    Tensor wrong = Tensor::zeros({S}, DType::bf16);
+    CHECK_THROWS_WITH(zero1_step(comm, z.zero, opt, grads, wrong),
+                      Catch::StartsWith("zero1_step: reduced is bf16, grads f32"));
+  }
+  SECTION("an optimizer over another range") {
+    AdamW short_opt(z.zero, adam, z.shard.begin, z.shard.owned_end() - 1);
+    CHECK_THROWS_WITH(zero1_step(comm, z.zero, short_opt, grads, reduced),
+                      Catch::StartsWith("zero1_step: the optimizer covers " +
+                                        range(z.shard.begin, z.shard.owned_end() - 1) + ", rank " + std::to_string(r) +
+                                        " owns " + range(z.shard.begin, z.shard.owned_end())));
+  }
+  SECTION("a store not padded to N_d") {
+    ParamStore unpadded(odd_tied().model, DType::f32, Device::cpu(), StoreLayout{Residency::flat, Residency::flat, 1});
+    unpadded.init(3);
+    if (unpadded.padded_numel() % n != 0) {  // Ψ = 1998: on 4 ranks
+      Tensor g = Tensor::zeros({unpadded.padded_numel()});
+      CHECK_THROWS_WITH(zero1_step(comm, unpadded, opt, g, reduced),
+                        Catch::StartsWith("zero1_step: P = " + std::to_string(unpadded.padded_numel()) +
+                                          " padded parameters do not split into N_d = " + std::to_string(n) +
+                                          " shards"));
+    }
+  }
+  // After a refusal every rank still meets the others: one good step, in step on every rank.
+  CHECK_NOTHROW(zero1_step(comm, z.zero, opt, grads, reduced));
 }
 
 // ---- every stage = the single-rank baseline ----------------------------------------------------
@@ -467,8 +560,14 @@ TEST_CASE("each rank keeps exactly the ZeRO formula's bytes, and sends the playb
           // ZeRO-3 held at most the current and the prefetched units' full parameters.
           if (o.stage == 3) CHECK(res.max_units_held == (cfg.model.tied_embeddings ? 2 : 1) + (o.prefetch ? 1 : 0));
           sent.push_back(res.comm.total_sent());
-          // The collectives each stage uses, and only those.
-          CHECK((res.comm.count(CommOp::all_reduce) > 0) == (o.stage == 0 && n > 0));
+          // The collectives each stage uses, and only those: ZeRO-1's one all-reduce per step is
+          // the gradient norm's, one fp32 number.
+          if (o.stage == 1) {
+            CHECK(res.comm.count(CommOp::all_reduce) == static_cast<std::uint64_t>(cfg.steps));
+            CHECK(res.comm.payload_bytes[static_cast<int>(CommOp::all_reduce)] == static_cast<std::uint64_t>(4 * cfg.steps));
+          } else {
+            CHECK((res.comm.count(CommOp::all_reduce) > 0) == (o.stage == 0));
+          }
           CHECK((res.comm.count(CommOp::reduce_scatter) > 0) == (o.stage >= 1));
           CHECK((res.comm.count(CommOp::all_gather) > 0) == (o.stage >= 1));
         }
@@ -477,12 +576,12 @@ TEST_CASE("each rank keeps exactly the ZeRO formula's bytes, and sends the playb
         // per rank; ZeRO-1 a reduce-scatter and an all-gather of (N_d-1)/N_d·bΨ each (the same);
         // ZeRO-2 one reduce-scatter per micro-batch and one all-gather ((k+1)/2 of DP: the same
         // for k = 1); ZeRO-3 per micro-batch an all-gather in forward, one in backward and a
-        // reduce-scatter (3k/2 of DP: 1.5× for k = 1).
+        // reduce-scatter (3k/2 of DP: 1.5× for k = 1). ZeRO-1 adds one fp32 number, the norm.
         if (cfg.model.name != "usp-tiny" || prec.fp32_accum) continue;
         INFO(dtype_name(cfg.dtype) << ", N_d = " << n << ", k = " << k);
         const std::uint64_t dp_bytes = static_cast<std::uint64_t>(2 * (n - 1) * b * psi / n);
         CHECK(sent[0] == dp_bytes);
-        CHECK(sent[1] == dp_bytes);
+        CHECK(sent[1] == dp_bytes + comm_volume(CommOp::all_reduce, 4, n, r).bytes_sent);  // + the norm
         CHECK(2 * sent[2] == static_cast<std::uint64_t>(k + 1) * dp_bytes);
         CHECK(2 * sent[3] == static_cast<std::uint64_t>(3 * k) * dp_bytes);
         CHECK(sent[4] == sent[3]);  // prefetching changes when, not how much
