@@ -1,6 +1,5 @@
 #include "chapters/08_pipeline_parallel/pp_report.hpp"
 
-#include <bit>
 #include <cmath>
 #include <iomanip>
 #include <numeric>
@@ -10,7 +9,7 @@
 #include "chapters/08_pipeline_parallel/schedule_formulas.hpp"
 #include "chapters/08_pipeline_parallel/schedule_report.hpp"
 #include "common/io/output_file.hpp"
-#include "common/train/training_summary.hpp"
+#include "common/report/row_gather.hpp"
 
 namespace usp::ch08 {
 
@@ -18,11 +17,10 @@ namespace {
 
 double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
-std::vector<std::int64_t> column(Communicator& world, std::int64_t mine) {
-  std::vector<std::int64_t> out;
-  for (const auto& v : gather_int64(world, {mine})) out.push_back(v[0]);
-  return out;
-}
+// A rank's row of the per-rank table, as it travels (report/row_gather.hpp).
+struct RankNumbers {
+  std::int64_t params_held, peak_activation_bytes, peak_in_flight, sent_bytes;
+};
 
 }  // namespace
 
@@ -33,21 +31,18 @@ RunReport report_run(Communicator& world, ScheduleRun run) {
   r.load = report::machine_load();
   r.predicted = simulate(run.schedule, r.costs);
   const ExecutedStep& mine = run.last_step[static_cast<std::size_t>(run.pp_rank)];
-  std::vector<std::int64_t> mine_costs;  // this rank's chunks' F, B, W times, as sent (bit for bit)
-  for (int c = 0; c < run.layout.v; ++c) {
-    const StageCost& sc = r.costs.stage[static_cast<std::size_t>(run.schedule.layout.stage_of(run.pp_rank, c))];
-    for (double t : {sc.f, sc.b, sc.w}) mine_costs.push_back(std::bit_cast<std::int64_t>(t));
+  std::vector<StageCost> mine_costs;  // this rank's chunks' F, B, W times
+  for (int c = 0; c < run.layout.v; ++c)
+    mine_costs.push_back(r.costs.stage[static_cast<std::size_t>(run.schedule.layout.stage_of(run.pp_rank, c))]);
+  r.chunk_costs = report::gather_row_lists(world, mine_costs);
+  const RankNumbers numbers{run.params_held, mine.peak_activation_bytes, mine.peak_in_flight,
+                            static_cast<std::int64_t>(run.pp_comm.total_sent() + run.dp_comm.total_sent())};
+  for (const RankNumbers& n : report::gather_rows(world, numbers)) {
+    r.params_held.push_back(n.params_held);
+    r.peak_activation_bytes.push_back(n.peak_activation_bytes);
+    r.peak_in_flight.push_back(n.peak_in_flight);
+    r.sent_bytes.push_back(n.sent_bytes);
   }
-  for (const auto& v : gather_int64(world, mine_costs)) {
-    std::vector<StageCost> chunks;
-    for (std::size_t i = 0; i + 2 < v.size(); i += 3)
-      chunks.push_back({std::bit_cast<double>(v[i]), std::bit_cast<double>(v[i + 1]), std::bit_cast<double>(v[i + 2])});
-    r.chunk_costs.push_back(chunks);
-  }
-  r.params_held = column(world, run.params_held);
-  r.peak_activation_bytes = column(world, mine.peak_activation_bytes);
-  r.peak_in_flight = column(world, mine.peak_in_flight);
-  r.sent_bytes = column(world, static_cast<std::int64_t>(run.pp_comm.total_sent() + run.dp_comm.total_sent()));
   r.run = std::move(run);
   return r;
 }

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "chapters/09_expert_parallel/ep_checkpoint.hpp"
+#include "common/report/median.hpp"
 #include "common/train/training_summary.hpp"
 
 namespace usp::ch09 {
@@ -14,11 +15,7 @@ namespace usp::ch09 {
 std::string EpVariant::label() const { return layout.label() + ", aux loss " + (aux ? "on" : "off"); }
 std::string EpVariant::name() const { return "ep" + std::to_string(layout.ep) + (aux ? "_aux" : "_noaux"); }
 
-double EpResult::median_step_seconds() const {
-  std::vector<double> s = step_seconds;
-  std::sort(s.begin(), s.end());
-  return s.empty() ? 0 : s[s.size() / 2];
-}
+double EpResult::median_step_seconds() const { return report::median(step_seconds); }
 
 double EpResult::imbalance(std::size_t step, std::int64_t experts) const {
   const std::vector<std::int64_t>& k = kept[step];
