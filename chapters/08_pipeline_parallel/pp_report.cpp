@@ -22,6 +22,25 @@ struct RankNumbers {
   std::int64_t params_held, peak_activation_bytes, peak_in_flight, sent_bytes;
 };
 
+// The per-rank table under each run: its chunks' measured op times, peak activations (and how
+// many in flight), parameters held and bytes sent, in MiB.
+report::Table ranks_table(const RunReport& r, const TrainingConfig& cfg) {
+  report::Table t({{.key = "rank", .header = "rank", .format = "%4lld"},
+                   {.key = "op_times", .header = "op times per chunk, ms: F / B / W (BW as B)", .format = " | %-43s"},
+                   {.key = "activations", .header = "peak activations, MiB (in flight)", .format = " | %33s"},
+                   {.key = "params_held", .header = "params held, MiB", .format = " | %16.2f"},
+                   {.key = "sent", .header = "sent, MiB", .format = " | %9.2f"}});
+  for (std::size_t w = 0; w < r.params_held.size(); ++w) {
+    std::ostringstream ops, act;
+    ops << std::fixed << std::setprecision(2);
+    for (const StageCost& sc : r.chunk_costs[w]) ops << (&sc == &r.chunk_costs[w].front() ? "" : "; ") << sc.f << " / " << sc.b << " / " << sc.w;
+    act << std::fixed << std::setprecision(2) << mib(r.peak_activation_bytes[w]) << " (" << r.peak_in_flight[w] << ")";
+    t.add({static_cast<std::int64_t>(w), ops.str(), act.str(),
+           mib(r.params_held[w] * static_cast<std::int64_t>(dtype_size(cfg.dtype))), mib(r.sent_bytes[w])});
+  }
+  return t;
+}
+
 }  // namespace
 
 RunReport report_run(Communicator& world, ScheduleRun run) {
@@ -69,18 +88,7 @@ void print_run(std::ostream& out, const RunReport& r, const TrainingConfig& cfg)
       << measured - predicted << ", " << (predicted > 0 ? 100 * (measured - predicted) / predicted : 0.0)
       << std::noshowpos << "%), the formula " << f.text << " = " << std::setprecision(3) << f.value << "\n"
       << "  timed at " << report::describe(r.load) << "\n";
-  out << "  rank | op times per chunk, ms: F / B / W (BW as B) | peak activations, MiB (in flight) | params held, MiB | sent, MiB\n";
-  for (std::size_t w = 0; w < r.params_held.size(); ++w) {
-    std::ostringstream ops, act;
-    ops << std::fixed << std::setprecision(2);
-    for (const StageCost& sc : r.chunk_costs[w]) ops << (&sc == &r.chunk_costs[w].front() ? "" : "; ") << sc.f << " / " << sc.b << " / " << sc.w;
-    act << std::fixed << std::setprecision(2) << mib(r.peak_activation_bytes[w]) << " (" << r.peak_in_flight[w] << ")";
-    out << std::fixed << std::setprecision(2) << "  " << std::setw(4) << w << " | " << std::left << std::setw(43)
-        << ops.str() << " | " << std::right << std::setw(33) << act.str() << " | " << std::setw(16)
-        << mib(r.params_held[w] * static_cast<std::int64_t>(dtype_size(cfg.dtype))) << " | " << std::setw(9)
-        << mib(r.sent_bytes[w]) << "\n"
-        << std::defaultfloat;
-  }
+  ranks_table(r, cfg).print(out);
 }
 
 void print_agreement(std::ostream& out, const std::vector<RunReport>& reports) {
@@ -92,9 +100,9 @@ void print_agreement(std::ostream& out, const std::vector<RunReport>& reports) {
 
 void write_run_csvs(const std::string& dir, const RunReport& r) {
   const std::string name = schedule_kind_name(r.run.layout.schedule);
-  write_file_atomic(dir + "/gantt_measured_" + name + ".csv", gantt_csv(r.run.schedule, r.measured));
-  write_file_atomic(dir + "/gantt_predicted_" + name + ".csv", gantt_csv(r.run.schedule, r.predicted));
-  write_file_atomic(dir + "/in_flight_measured_" + name + ".csv", in_flight_csv(r.measured));
+  gantt_table(r.run.schedule, r.measured).write_csv(dir + "/gantt_measured_" + name + ".csv");
+  gantt_table(r.run.schedule, r.predicted).write_csv(dir + "/gantt_predicted_" + name + ".csv");
+  in_flight_table(r.measured).write_csv(dir + "/in_flight_measured_" + name + ".csv");
 }
 
 void write_run_json(JsonWriter& j, const RunReport& r) {
