@@ -33,6 +33,7 @@
 #include "common/model/model.hpp"
 #include "common/model/params.hpp"
 #include "common/optim/adamw.hpp"
+#include "common/report/median.hpp"
 #include "common/tensor.hpp"
 
 using namespace usp;
@@ -116,9 +117,7 @@ void print_results(const ModelConfig& cfg, const Timing& t, std::int64_t B, std:
   const auto steps = static_cast<std::int64_t>(t.seconds.size());
   double total = 0;
   for (double s : t.seconds) total += s;
-  std::vector<double> sorted = t.seconds;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[sorted.size() / 2];
+  const double median = report::median(t.seconds);
   const double tokens_per_second = static_cast<double>(B * T * steps) / total;
   const double cpu_tokens_per_second = static_cast<double>(B * T * steps) / t.cpu_seconds;
   const double mfu = peak > 0 ? t.model_flops * static_cast<double>(steps) / total / peak : 0.0;

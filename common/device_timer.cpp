@@ -4,6 +4,8 @@
 #include <chrono>
 #include <vector>
 
+#include "common/report/median.hpp"
+
 namespace usp {
 
 double median_ms(const std::function<void()>& run, int reps, Device device, const std::function<void()>& reset) {
@@ -16,8 +18,7 @@ double median_ms(const std::function<void()>& run, int reps, Device device, cons
     synchronize(device);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return report::median(std::move(ms));
 }
 
 }  // namespace usp

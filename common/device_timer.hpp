@@ -7,7 +7,7 @@
 
 namespace usp {
 
-// The median of `reps` runs of run() (at least one), in milliseconds; reset(), when given, runs
+// The median (report/median.hpp) of `reps` runs of run() (at least one), in milliseconds; reset(), when given, runs
 // before each, untimed (to put inputs back to their starting values).
 double median_ms(const std::function<void()>& run, int reps, Device device = Device::cpu(),
                  const std::function<void()>& reset = {});

@@ -8,6 +8,7 @@
 #include "common/comm/comm_volume.hpp"
 #include "common/error.hpp"
 #include "common/json.hpp"
+#include "common/report/median.hpp"
 #include "chapters/00_collectives/ring_allreduce.hpp"
 
 namespace usp::ch00 {
@@ -56,12 +57,6 @@ std::function<void()> prepare(Communicator& comm, const Subject& s, std::int64_t
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // Microseconds of one run of op: warm-up, then `iters` runs each started by a barrier; this
 // rank's median, then the maximum over ranks (collective).
 double time_op(Communicator& comm, const std::function<void()>& op, const SweepConfig& config) {
@@ -77,7 +72,7 @@ double time_op(Communicator& comm, const std::function<void()>& op, const SweepC
     op();
     runs_us.push_back(std::chrono::duration<double, std::micro>(clock::now() - start).count());
   }
-  Tensor slowest = Tensor::from_floats({static_cast<float>(median(runs_us))}, {1});
+  Tensor slowest = Tensor::from_floats({static_cast<float>(report::median(runs_us))}, {1});
   if (!comm.device().is_cpu()) slowest = slowest.to(comm.device());
   comm.all_reduce(slowest, ReduceOp::max);
   return slowest.to_floats()[0];

@@ -5,6 +5,7 @@
 
 #include "common/calc/memory_model.hpp"
 #include "common/device.hpp"
+#include "common/report/median.hpp"
 #include "chapters/02_recomputation/attention_probs.hpp"
 
 namespace usp::ch02 {
@@ -40,8 +41,7 @@ ModeResult measure_mode(const TrainingConfig& cfg, Recompute mode, const Batch& 
       r.gradients = params.flat_grad().to_floats();
     }
   }
-  std::sort(times.begin(), times.end());
-  r.seconds = times[times.size() / 2];
+  r.seconds = report::median(times);
   r.layer_formula = calc::course_layer_activation_bytes(cfg.model, batch.inputs.dim(1), batch.inputs.dim(0), mode,
                                                         static_cast<std::int64_t>(dtype_size(cfg.dtype)));
   return r;

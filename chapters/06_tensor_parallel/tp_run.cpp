@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/model/unit_spans.hpp"
+#include "common/report/median.hpp"
 #include "common/trace.hpp"
 
 namespace usp::ch06 {
@@ -13,13 +14,7 @@ std::string variant_name(const TpLayout& layout) {
   return "tp" + std::to_string(layout.tp) + (layout.sp ? "_sp" : "");
 }
 
-double VariantResult::median_step_seconds() const {
-  if (step_seconds.empty()) return 0;
-  std::vector<double> s = step_seconds;
-  std::sort(s.begin(), s.end());
-  const std::size_t m = s.size() / 2;
-  return s.size() % 2 == 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+double VariantResult::median_step_seconds() const { return report::median(step_seconds); }
 
 VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
                           const Variant& variant, const std::string& trace_dir, const TrainerHooks& hooks) {

@@ -5,18 +5,12 @@
 #include <chrono>
 
 #include "common/rng.hpp"
+#include "common/report/median.hpp"
 #include "common/trace.hpp"
 
 namespace usp::ch07 {
 
 namespace {
-
-double median(std::vector<double> s) {
-  if (s.empty()) return 0;
-  std::sort(s.begin(), s.end());
-  const std::size_t m = s.size() / 2;
-  return s.size() % 2 == 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 // Deterministic values in [-1, 1), as a tensor of dtype.
 Tensor random_tensor(const Shape& shape, const std::string& name, DType dtype) {
@@ -34,8 +28,8 @@ std::string variant_name(const CpLayout& layout) {
   return a + "_" + s;  // ring_zigzag, all_gather_contiguous
 }
 
-double VariantResult::median_step_seconds() const { return median(step_seconds); }
-double VariantResult::median_attention_seconds() const { return median(attention_seconds); }
+double VariantResult::median_step_seconds() const { return report::median(step_seconds); }
+double VariantResult::median_attention_seconds() const { return report::median(attention_seconds); }
 
 std::vector<std::string> attention_comm_ops(CpAttention attention) {
   switch (attention) {

@@ -167,17 +167,17 @@ Outcome run_schedule(std::ostream& out, const Setup& s, ScheduleKind kind, const
 
   if (!write) return o;
   const std::string name = schedule_kind_name(kind);
-  write_file_atomic(out_dir + "/gantt_" + name + ".csv", gantt_csv(sched, sim));
-  write_file_atomic(out_dir + "/in_flight_" + name + ".csv", in_flight_csv(sim));
+  gantt_table(sched, sim).write_csv(out_dir + "/gantt_" + name + ".csv");
+  in_flight_table(sim).write_csv(out_dir + "/in_flight_" + name + ".csv");
   return o;
 }
 
 // The bubble over m at p = s.sweep_p for every schedule: schedule,p,m,v,bubble,formula,step_time,
 // peak_in_flight (the largest over the ranks). Exercises not done yet are left out.
-std::string bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
-  std::ostringstream csv;
-  csv.precision(17);
-  csv << "schedule,p,m,v,bubble,formula,step_time,peak_in_flight\n";
+report::Table bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
+  const auto number = [](const char* key) { return report::Column{.key = key, .csv_format = "%.17g"}; };
+  report::Table csv({{.key = "schedule"}, {.key = "p"}, {.key = "m"}, {.key = "v"}, number("bubble"), number("formula"),
+                     number("step_time"), {.key = "peak_in_flight"}});
   for (ScheduleKind kind : all_schedule_kinds()) {
     const std::vector<int> vs =
         kind == ScheduleKind::interleaved_1f1b ? std::vector<int>{2, 4} : std::vector<int>{chunks_of(kind, 1)};
@@ -188,16 +188,16 @@ std::string bubble_sweep(Runtime& rt, std::ostream& out, const Setup& s) {
           if (kind == ScheduleKind::dualpipev && m < 2 * s.sweep_p) continue;
           const Schedule sched = make_schedule(kind, s.sweep_p, m, v);
           const Simulation sim = simulate(sched, uniform_costs(sched.layout.num_stages(), s.cost, s.latency));
-          csv << schedule_kind_name(kind) << ',' << s.sweep_p << ',' << m << ',' << v << ',' << sim.bubble() << ','
-              << bubble_formula(kind, s.sweep_p, m, v, s.cost).value << ',' << sim.step_time << ','
-              << *std::max_element(sim.peak_in_flight.begin(), sim.peak_in_flight.end()) << '\n';
+          csv.add({std::string(schedule_kind_name(kind)), std::int64_t{s.sweep_p}, std::int64_t{m}, std::int64_t{v},
+                   sim.bubble(), bubble_formula(kind, s.sweep_p, m, v, s.cost).value, sim.step_time,
+                   std::int64_t{*std::max_element(sim.peak_in_flight.begin(), sim.peak_in_flight.end())}});
         }
       });
       if (!skipped.empty() && rt.is_root())
         out << "sweep: " << schedule_kind_name(kind) << " left out: " << skipped << "\n";
     }
   }
-  return csv.str();
+  return csv;
 }
 
 // The calculator's Llama-3.1 8B with PP = 1, 2, 4, 8 (the first stage), written for
@@ -322,9 +322,9 @@ int main(int argc, char** argv) {
       outcomes.push_back(o);
     }
     if (s.sweep) {
-      const std::string csv = bubble_sweep(rt, out, s);
+      const report::Table sweep = bubble_sweep(rt, out, s);
       if (rt.is_root()) {
-        write_file_atomic(out_dir + "/bubble_sweep.csv", csv);
+        sweep.write_csv(out_dir + "/bubble_sweep.csv");
         out << "\nwrote " << out_dir << "/bubble_sweep.csv\n";
       }
     }

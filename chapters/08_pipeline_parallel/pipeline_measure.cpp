@@ -1,52 +1,30 @@
 #include "chapters/08_pipeline_parallel/pipeline_measure.hpp"
 
 #include <algorithm>
-#include <bit>
 
 #include "common/error.hpp"
-#include "common/train/training_summary.hpp"
+#include "common/report/row_gather.hpp"
 
 namespace usp::ch08 {
 
 namespace {
 
-constexpr std::size_t kFields = 5;  // index, start, end, in_flight, activation_bytes
+// An executed step without its list of ops, as it travels.
+struct StepTotals {
+  double loss_sum = 0;
+  int peak_in_flight = 0;
+  std::int64_t peak_activation_bytes = 0;
+};
 
 }  // namespace
 
 std::vector<ExecutedStep> gather_executed(Communicator& pp, const ExecutedStep& mine) {
-  // gather_int64 needs as many values on every rank: the lists' lengths first, then the ops
-  // padded to the longest list.
-  const auto lengths = gather_int64(pp, {static_cast<std::int64_t>(mine.ops.size())});
-  std::int64_t longest = 0;
-  for (const auto& l : lengths) longest = std::max(longest, l[0]);
-  std::vector<std::int64_t> flat(static_cast<std::size_t>(longest) * kFields + 3, 0);
-  flat[0] = std::bit_cast<std::int64_t>(mine.loss_sum);
-  flat[1] = mine.peak_in_flight;
-  flat[2] = mine.peak_activation_bytes;
-  for (std::size_t i = 0; i < mine.ops.size(); ++i) {
-    const ExecutedOp& e = mine.ops[i];
-    std::int64_t* f = &flat[3 + i * kFields];
-    f[0] = e.index;
-    f[1] = std::bit_cast<std::int64_t>(e.start_us);
-    f[2] = std::bit_cast<std::int64_t>(e.end_us);
-    f[3] = e.in_flight;
-    f[4] = e.activation_bytes;
-  }
-  const auto all = gather_int64(pp, flat);
-  std::vector<ExecutedStep> out(all.size());
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const auto& g = all[r];
-    ExecutedStep& s = out[r];
-    s.loss_sum = std::bit_cast<double>(g[0]);
-    s.peak_in_flight = static_cast<int>(g[1]);
-    s.peak_activation_bytes = g[2];
-    for (std::int64_t i = 0; i < lengths[r][0]; ++i) {
-      const std::int64_t* f = &g[3 + static_cast<std::size_t>(i) * kFields];
-      s.ops.push_back({static_cast<int>(f[0]), std::bit_cast<double>(f[1]), std::bit_cast<double>(f[2]),
-                       static_cast<int>(f[3]), f[4]});
-    }
-  }
+  const std::vector<StepTotals> totals =
+      report::gather_rows(pp, StepTotals{mine.loss_sum, mine.peak_in_flight, mine.peak_activation_bytes});
+  std::vector<std::vector<ExecutedOp>> ops = report::gather_row_lists(pp, mine.ops);
+  std::vector<ExecutedStep> out(totals.size());
+  for (std::size_t r = 0; r < out.size(); ++r)
+    out[r] = {std::move(ops[r]), totals[r].loss_sum, totals[r].peak_in_flight, totals[r].peak_activation_bytes};
   return out;
 }
 

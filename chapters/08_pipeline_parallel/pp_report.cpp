@@ -1,6 +1,5 @@
 #include "chapters/08_pipeline_parallel/pp_report.hpp"
 
-#include <bit>
 #include <cmath>
 #include <iomanip>
 #include <numeric>
@@ -10,7 +9,7 @@
 #include "chapters/08_pipeline_parallel/schedule_formulas.hpp"
 #include "chapters/08_pipeline_parallel/schedule_report.hpp"
 #include "common/io/output_file.hpp"
-#include "common/train/training_summary.hpp"
+#include "common/report/row_gather.hpp"
 
 namespace usp::ch08 {
 
@@ -18,10 +17,28 @@ namespace {
 
 double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
-std::vector<std::int64_t> column(Communicator& world, std::int64_t mine) {
-  std::vector<std::int64_t> out;
-  for (const auto& v : gather_int64(world, {mine})) out.push_back(v[0]);
-  return out;
+// A rank's row of the per-rank table, as it travels (report/row_gather.hpp).
+struct RankNumbers {
+  std::int64_t params_held, peak_activation_bytes, peak_in_flight, sent_bytes;
+};
+
+// The per-rank table under each run: its chunks' measured op times, peak activations (and how
+// many in flight), parameters held and bytes sent, in MiB.
+report::Table ranks_table(const RunReport& r, const TrainingConfig& cfg) {
+  report::Table t({{.key = "rank", .header = "rank", .format = "%4lld"},
+                   {.key = "op_times", .header = "op times per chunk, ms: F / B / W (BW as B)", .format = " | %-43s"},
+                   {.key = "activations", .header = "peak activations, MiB (in flight)", .format = " | %33s"},
+                   {.key = "params_held", .header = "params held, MiB", .format = " | %16.2f"},
+                   {.key = "sent", .header = "sent, MiB", .format = " | %9.2f"}});
+  for (std::size_t w = 0; w < r.params_held.size(); ++w) {
+    std::ostringstream ops, act;
+    ops << std::fixed << std::setprecision(2);
+    for (const StageCost& sc : r.chunk_costs[w]) ops << (&sc == &r.chunk_costs[w].front() ? "" : "; ") << sc.f << " / " << sc.b << " / " << sc.w;
+    act << std::fixed << std::setprecision(2) << mib(r.peak_activation_bytes[w]) << " (" << r.peak_in_flight[w] << ")";
+    t.add({static_cast<std::int64_t>(w), ops.str(), act.str(),
+           mib(r.params_held[w] * static_cast<std::int64_t>(dtype_size(cfg.dtype))), mib(r.sent_bytes[w])});
+  }
+  return t;
 }
 
 }  // namespace
@@ -33,21 +50,18 @@ RunReport report_run(Communicator& world, ScheduleRun run) {
   r.load = report::machine_load();
   r.predicted = simulate(run.schedule, r.costs);
   const ExecutedStep& mine = run.last_step[static_cast<std::size_t>(run.pp_rank)];
-  std::vector<std::int64_t> mine_costs;  // this rank's chunks' F, B, W times, as sent (bit for bit)
-  for (int c = 0; c < run.layout.v; ++c) {
-    const StageCost& sc = r.costs.stage[static_cast<std::size_t>(run.schedule.layout.stage_of(run.pp_rank, c))];
-    for (double t : {sc.f, sc.b, sc.w}) mine_costs.push_back(std::bit_cast<std::int64_t>(t));
+  std::vector<StageCost> mine_costs;  // this rank's chunks' F, B, W times
+  for (int c = 0; c < run.layout.v; ++c)
+    mine_costs.push_back(r.costs.stage[static_cast<std::size_t>(run.schedule.layout.stage_of(run.pp_rank, c))]);
+  r.chunk_costs = report::gather_row_lists(world, mine_costs);
+  const RankNumbers numbers{run.params_held, mine.peak_activation_bytes, mine.peak_in_flight,
+                            static_cast<std::int64_t>(run.pp_comm.total_sent() + run.dp_comm.total_sent())};
+  for (const RankNumbers& n : report::gather_rows(world, numbers)) {
+    r.params_held.push_back(n.params_held);
+    r.peak_activation_bytes.push_back(n.peak_activation_bytes);
+    r.peak_in_flight.push_back(n.peak_in_flight);
+    r.sent_bytes.push_back(n.sent_bytes);
   }
-  for (const auto& v : gather_int64(world, mine_costs)) {
-    std::vector<StageCost> chunks;
-    for (std::size_t i = 0; i + 2 < v.size(); i += 3)
-      chunks.push_back({std::bit_cast<double>(v[i]), std::bit_cast<double>(v[i + 1]), std::bit_cast<double>(v[i + 2])});
-    r.chunk_costs.push_back(chunks);
-  }
-  r.params_held = column(world, run.params_held);
-  r.peak_activation_bytes = column(world, mine.peak_activation_bytes);
-  r.peak_in_flight = column(world, mine.peak_in_flight);
-  r.sent_bytes = column(world, static_cast<std::int64_t>(run.pp_comm.total_sent() + run.dp_comm.total_sent()));
   r.run = std::move(run);
   return r;
 }
@@ -74,18 +88,7 @@ void print_run(std::ostream& out, const RunReport& r, const TrainingConfig& cfg)
       << measured - predicted << ", " << (predicted > 0 ? 100 * (measured - predicted) / predicted : 0.0)
       << std::noshowpos << "%), the formula " << f.text << " = " << std::setprecision(3) << f.value << "\n"
       << "  timed at " << report::describe(r.load) << "\n";
-  out << "  rank | op times per chunk, ms: F / B / W (BW as B) | peak activations, MiB (in flight) | params held, MiB | sent, MiB\n";
-  for (std::size_t w = 0; w < r.params_held.size(); ++w) {
-    std::ostringstream ops, act;
-    ops << std::fixed << std::setprecision(2);
-    for (const StageCost& sc : r.chunk_costs[w]) ops << (&sc == &r.chunk_costs[w].front() ? "" : "; ") << sc.f << " / " << sc.b << " / " << sc.w;
-    act << std::fixed << std::setprecision(2) << mib(r.peak_activation_bytes[w]) << " (" << r.peak_in_flight[w] << ")";
-    out << std::fixed << std::setprecision(2) << "  " << std::setw(4) << w << " | " << std::left << std::setw(43)
-        << ops.str() << " | " << std::right << std::setw(33) << act.str() << " | " << std::setw(16)
-        << mib(r.params_held[w] * static_cast<std::int64_t>(dtype_size(cfg.dtype))) << " | " << std::setw(9)
-        << mib(r.sent_bytes[w]) << "\n"
-        << std::defaultfloat;
-  }
+  ranks_table(r, cfg).print(out);
 }
 
 void print_agreement(std::ostream& out, const std::vector<RunReport>& reports) {
@@ -97,9 +100,9 @@ void print_agreement(std::ostream& out, const std::vector<RunReport>& reports) {
 
 void write_run_csvs(const std::string& dir, const RunReport& r) {
   const std::string name = schedule_kind_name(r.run.layout.schedule);
-  write_file_atomic(dir + "/gantt_measured_" + name + ".csv", gantt_csv(r.run.schedule, r.measured));
-  write_file_atomic(dir + "/gantt_predicted_" + name + ".csv", gantt_csv(r.run.schedule, r.predicted));
-  write_file_atomic(dir + "/in_flight_measured_" + name + ".csv", in_flight_csv(r.measured));
+  gantt_table(r.run.schedule, r.measured).write_csv(dir + "/gantt_measured_" + name + ".csv");
+  gantt_table(r.run.schedule, r.predicted).write_csv(dir + "/gantt_predicted_" + name + ".csv");
+  in_flight_table(r.measured).write_csv(dir + "/in_flight_measured_" + name + ".csv");
 }
 
 void write_run_json(JsonWriter& j, const RunReport& r) {

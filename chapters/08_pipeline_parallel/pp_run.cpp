@@ -1,20 +1,16 @@
 #include "chapters/08_pipeline_parallel/pp_run.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 
 #include "chapters/08_pipeline_parallel/pipeline_measure.hpp"
 #include "common/trace.hpp"
-#include "common/train/training_summary.hpp"
+#include "common/report/median.hpp"
+#include "common/report/row_gather.hpp"
 
 namespace usp::ch08 {
 
-double ScheduleRun::median_step_seconds() const {
-  std::vector<double> s = step_seconds;
-  std::sort(s.begin(), s.end());
-  return s.empty() ? 0 : s[s.size() / 2];
-}
+double ScheduleRun::median_step_seconds() const { return report::median(step_seconds); }
 
 ScheduleRun train_schedule(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
                          const PpLayout& layout, const std::string& trace_dir) {
@@ -45,8 +41,8 @@ ScheduleRun train_schedule(Communicator& world, Communicator& metrics, const Tra
     // Every rank of a replica holds its loss; replicas hold equal token counts: the mean over all
     // ranks is the global mean, taken in double as sent.
     double sum = 0;
-    const auto all = gather_int64(metrics, {std::bit_cast<std::int64_t>(s.loss)});
-    for (const auto& v : all) sum += std::bit_cast<double>(v[0]);
+    const std::vector<double> all = report::gather_rows(metrics, s.loss);
+    for (double loss : all) sum += loss;
     run.losses.push_back(sum / static_cast<double>(all.size()));
     if (step + 1 == cfg.steps) {
       run.pp_comm = trainer.pp().stats();  // the training's traffic, before the gather below adds to it

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <iomanip>
 #include <sstream>
 #include <vector>
 
@@ -45,23 +44,22 @@ std::string text_gantt(const Schedule& s, const Simulation& sim, int max_cells) 
   return out.str();
 }
 
-std::string gantt_csv(const Schedule& s, const Simulation& sim) {
-  std::ostringstream out;
-  out << std::setprecision(15) << "rank,index,kind,micro_batch,chunk,stage,start,end\n";
+report::Table gantt_table(const Schedule& s, const Simulation& sim) {
+  report::Table t({{.key = "rank"}, {.key = "index"}, {.key = "kind"}, {.key = "micro_batch"}, {.key = "chunk"},
+                   {.key = "stage"}, {.key = "start", .csv_format = "%.15g"}, {.key = "end", .csv_format = "%.15g"}});
   for (int r = 0; r < sim.p; ++r)
-    for (const TimedOp& t : sim.timeline[static_cast<std::size_t>(r)])
-      out << r << ',' << t.index << ',' << op_kind_name(t.op.kind) << ',' << t.op.mb << ',' << t.op.chunk << ','
-          << s.layout.stage_of(r, t.op.chunk) << ',' << t.start << ',' << t.end << '\n';
-  return out.str();
+    for (const TimedOp& op : sim.timeline[static_cast<std::size_t>(r)])
+      t.add({std::int64_t{r}, std::int64_t{op.index}, std::string(op_kind_name(op.op.kind)), std::int64_t{op.op.mb},
+             std::int64_t{op.op.chunk}, std::int64_t{s.layout.stage_of(r, op.op.chunk)}, op.start, op.end});
+  return t;
 }
 
-std::string in_flight_csv(const Simulation& sim) {
-  std::ostringstream out;
-  out << std::setprecision(15) << "rank,time,in_flight\n";
+report::Table in_flight_table(const Simulation& sim) {
+  report::Table t({{.key = "rank"}, {.key = "time", .csv_format = "%.15g"}, {.key = "in_flight"}});
   for (int r = 0; r < sim.p; ++r)
     for (const InFlightPoint& pt : sim.in_flight[static_cast<std::size_t>(r)])
-      out << r << ',' << pt.time << ',' << pt.count << '\n';
-  return out.str();
+      t.add({std::int64_t{r}, pt.time, std::int64_t{pt.count}});
+  return t;
 }
 
 }  // namespace usp::ch08

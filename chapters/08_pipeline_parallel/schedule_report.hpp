@@ -5,6 +5,7 @@
 
 #include "chapters/08_pipeline_parallel/schedule.hpp"
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::ch08 {
 
@@ -15,11 +16,12 @@ namespace usp::ch08 {
 // the step is longer than max_cells units.
 std::string text_gantt(const Schedule& s, const Simulation& sim, int max_cells = 160);
 
+// The CSVs, as tables (times with 15 significant digits):
 // rank,index,kind,micro_batch,chunk,stage,start,end: every compute op (index: in the rank's
 // list, communication included).
-std::string gantt_csv(const Schedule& s, const Simulation& sim);
+report::Table gantt_table(const Schedule& s, const Simulation& sim);
 
 // rank,time,in_flight: each rank's activations in flight from `time` on.
-std::string in_flight_csv(const Simulation& sim);
+report::Table in_flight_table(const Simulation& sim);
 
 }  // namespace usp::ch08

@@ -5,7 +5,6 @@
 #include <iomanip>
 #include <sstream>
 
-#include "common/io/output_file.hpp"
 
 namespace usp::ch09 {
 
@@ -96,27 +95,27 @@ void print_ranks(std::ostream& out, const std::vector<EpResult>& results, const 
   }
 }
 
-void write_tokens_csv(const std::string& path, const std::vector<EpResult>& results, const ModelConfig& model) {
-  std::ostringstream csv;
-  csv << "variant,ep,aux,step,layer,expert,routed,kept\n";
+report::Table tokens_table(const std::vector<EpResult>& results, const ModelConfig& model) {
+  report::Table t({{.key = "variant"}, {.key = "ep"}, {.key = "aux"}, {.key = "step"}, {.key = "layer"}, {.key = "expert"},
+                   {.key = "routed"}, {.key = "kept"}});
   const std::int64_t E = model.experts;
   for (const EpResult& r : results)
     for (std::size_t s = 0; s < r.kept.size(); ++s)
       for (std::size_t i = 0; i < r.kept[s].size(); ++i)
-        csv << r.variant.name() << ',' << r.variant.layout.ep << ',' << (r.variant.aux ? 1 : 0) << ',' << s << ','
-            << static_cast<std::int64_t>(i) / E << ',' << static_cast<std::int64_t>(i) % E << ',' << r.routed[s][i]
-            << ',' << r.kept[s][i] << '\n';
-  write_file_atomic(path, csv.str());
+        t.add({r.variant.name(), std::int64_t{r.variant.layout.ep}, std::int64_t{r.variant.aux ? 1 : 0},
+               static_cast<std::int64_t>(s), static_cast<std::int64_t>(i) / E, static_cast<std::int64_t>(i) % E,
+               r.routed[s][i], r.kept[s][i]});
+  return t;
 }
 
-void write_ranks_csv(const std::string& path, const std::vector<EpResult>& results) {
-  std::ostringstream csv;
-  csv << "variant,ep,aux,rank,a2a_bytes_per_step,params_held,peak_total_bytes\n";
+report::Table ranks_table(const std::vector<EpResult>& results) {
+  report::Table t({{.key = "variant"}, {.key = "ep"}, {.key = "aux"}, {.key = "rank"}, {.key = "a2a_bytes_per_step"},
+                   {.key = "params_held"}, {.key = "peak_total_bytes"}});
   for (const EpResult& r : results)
     for (std::size_t w = 0; w < r.a2a_bytes.size(); ++w)
-      csv << r.variant.name() << ',' << r.variant.layout.ep << ',' << (r.variant.aux ? 1 : 0) << ',' << w << ','
-          << r.a2a_bytes[w] << ',' << r.params_held[w] << ',' << r.peak_total[w] << '\n';
-  write_file_atomic(path, csv.str());
+      t.add({r.variant.name(), std::int64_t{r.variant.layout.ep}, std::int64_t{r.variant.aux ? 1 : 0},
+             static_cast<std::int64_t>(w), r.a2a_bytes[w], r.params_held[w], r.peak_total[w]});
+  return t;
 }
 
 void write_variants_json(JsonWriter& j, const std::vector<EpResult>& results, const ModelConfig& model) {

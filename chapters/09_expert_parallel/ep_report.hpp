@@ -9,6 +9,7 @@
 
 #include "chapters/09_expert_parallel/ep_run.hpp"
 #include "common/json.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::ch09 {
 
@@ -17,9 +18,9 @@ void print_routing(std::ostream& out, const std::vector<EpResult>& results, cons
 void print_ranks(std::ostream& out, const std::vector<EpResult>& results, const TrainingConfig& cfg);
 
 // tokens_per_expert.csv: variant,ep,aux,step,layer,expert,routed,kept
-void write_tokens_csv(const std::string& path, const std::vector<EpResult>& results, const ModelConfig& model);
+report::Table tokens_table(const std::vector<EpResult>& results, const ModelConfig& model);
 // ep_ranks.csv: variant,ep,aux,rank,a2a_bytes_per_step,params_held,peak_total_bytes
-void write_ranks_csv(const std::string& path, const std::vector<EpResult>& results);
+report::Table ranks_table(const std::vector<EpResult>& results);
 void write_variants_json(JsonWriter& j, const std::vector<EpResult>& results, const ModelConfig& model);
 
 }  // namespace usp::ch09

@@ -1,12 +1,13 @@
 #include "chapters/09_expert_parallel/ep_run.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <numeric>
 
 #include "chapters/09_expert_parallel/ep_checkpoint.hpp"
+#include "common/report/median.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/train/training_summary.hpp"
 
 namespace usp::ch09 {
@@ -14,11 +15,7 @@ namespace usp::ch09 {
 std::string EpVariant::label() const { return layout.label() + ", aux loss " + (aux ? "on" : "off"); }
 std::string EpVariant::name() const { return "ep" + std::to_string(layout.ep) + (aux ? "_aux" : "_noaux"); }
 
-double EpResult::median_step_seconds() const {
-  std::vector<double> s = step_seconds;
-  std::sort(s.begin(), s.end());
-  return s.empty() ? 0 : s[s.size() / 2];
-}
+double EpResult::median_step_seconds() const { return report::median(step_seconds); }
 
 double EpResult::imbalance(std::size_t step, std::int64_t experts) const {
   const std::vector<std::int64_t>& k = kept[step];
@@ -61,25 +58,29 @@ EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConf
     const double loss =
         trainer.step(rank_micro_batches(data, step, trainer.dp().rank(), variant.micro_batches, cfg.mbs, cfg.seq));
     r.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    // Every rank's loss, aux loss and routing, summed on every rank (bit for bit as sent).
-    std::vector<std::int64_t> mine = {std::bit_cast<std::int64_t>(loss), std::bit_cast<std::int64_t>(trainer.aux_loss())};
-    std::int64_t dropped = 0;
+    // Every rank's loss, aux loss and routing, summed on every rank.
+    struct StepRow {
+      double loss, aux;
+      std::int64_t dropped;
+    };
+    StepRow mine{loss, trainer.aux_loss(), 0};
+    std::vector<std::int64_t> counts;  // routed per (layer, expert), then kept
     for (const MoeRouting& m : trainer.routing()) {
-      mine.insert(mine.end(), m.routed.begin(), m.routed.end());
-      dropped += m.dropped;
+      counts.insert(counts.end(), m.routed.begin(), m.routed.end());
+      mine.dropped += m.dropped;
     }
-    for (const MoeRouting& m : trainer.routing()) mine.insert(mine.end(), m.kept.begin(), m.kept.end());
-    mine.push_back(dropped);
-    const auto all = gather_int64(metrics, mine);
+    for (const MoeRouting& m : trainer.routing()) counts.insert(counts.end(), m.kept.begin(), m.kept.end());
+    const std::vector<StepRow> all = report::gather_rows(metrics, mine);
+    const auto all_counts = gather_int64(metrics, counts);
     const std::size_t n = trainer.routing().size() * static_cast<std::size_t>(E);
     double loss_sum = 0, aux_sum = 0;
     std::vector<std::int64_t> routed(n, 0), kept(n, 0);
     std::int64_t drops = 0;
-    for (const auto& v : all) {
-      loss_sum += std::bit_cast<double>(v[0]);
-      aux_sum += std::bit_cast<double>(v[1]);
-      for (std::size_t i = 0; i < n; ++i) routed[i] += v[2 + i], kept[i] += v[2 + n + i];
-      drops += v[2 + 2 * n];
+    for (std::size_t w = 0; w < all.size(); ++w) {
+      loss_sum += all[w].loss;
+      aux_sum += all[w].aux;
+      for (std::size_t i = 0; i < n; ++i) routed[i] += all_counts[w][i], kept[i] += all_counts[w][n + i];
+      drops += all[w].dropped;
     }
     r.losses.push_back(loss_sum / static_cast<double>(all.size()));
     r.aux.push_back(aux_sum / static_cast<double>(all.size()));
@@ -88,14 +89,15 @@ EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConf
     r.dropped.push_back(drops);
   }
   a2a = trainer.ep().stats().sent(CommOp::all_to_allv) + trainer.ep().stats().sent(CommOp::all_to_all);
-  auto column = [&](std::int64_t v) {
-    std::vector<std::int64_t> out;
-    for (const auto& x : gather_int64(metrics, {v})) out.push_back(x[0]);
-    return out;
+  struct RankRow {
+    std::int64_t a2a_bytes, params_held, peak_total;
   };
-  r.a2a_bytes = column(static_cast<std::int64_t>(a2a) / cfg.steps);
-  r.params_held = column(trainer.params().numel());
-  r.peak_total = column(tracker.peak_total());
+  const RankRow me{static_cast<std::int64_t>(a2a) / cfg.steps, trainer.params().numel(), tracker.peak_total()};
+  for (const RankRow& w : report::gather_rows(metrics, me)) {
+    r.a2a_bytes.push_back(w.a2a_bytes);
+    r.params_held.push_back(w.params_held);
+    r.peak_total.push_back(w.peak_total);
+  }
   r.final_params = trainer.params().flat().to_floats();
   if (!save_dir.empty()) save_ep_checkpoint(metrics, trainer, save_dir);  // its outcome over the CPU ranks
   return r;

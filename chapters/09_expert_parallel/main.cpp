@@ -137,8 +137,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     print_losses(std::cout, results);
     print_routing(std::cout, results, cfg.model);
     print_ranks(std::cout, results, cfg);
-    write_tokens_csv(out + "/tokens_per_expert.csv", results, cfg.model);
-    write_ranks_csv(out + "/ep_ranks.csv", results);
+    tokens_table(results, cfg.model).write_csv(out + "/tokens_per_expert.csv");
+    ranks_table(results).write_csv(out + "/ep_ranks.csv");
   }
   JsonWriter j;
   j.begin_object().field("world", W).field("experts", cfg.model.experts).field("top_k", cfg.model.experts_per_token);

@@ -1,7 +1,7 @@
 #include "chapters/10_5d_parallelism/campaign.hpp"
 
 #include <cstdio>
-#include <sstream>
+#include <iostream>
 
 namespace usp::ch10 {
 
@@ -36,32 +36,48 @@ std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster) {
   return out;
 }
 
-std::string campaign_csv(const std::vector<CampaignCell>& cells) {
-  std::ostringstream csv;
-  csv.precision(9);
-  csv << "model,nodes,fitting,dp,tp,pp,cp,zero,mbs,gas,recompute,schedule,memory_bytes,step_seconds,"
-         "tokens_per_second_per_gpu,mfu\n";
+report::Table campaign_table(const std::vector<CampaignCell>& cells) {
+  const auto both = [](const char* key, const char* header, const char* format) {  // terminal and CSV
+    return report::Column{.key = key, .header = header, .format = format};
+  };
+  const auto number = [](const char* key) { return report::Column{.key = key, .csv_format = "%.9g"}; };
+  report::Table t({both("model", "model", "%-15s"), both("nodes", "nodes", " %5lld"), {.key = "fitting"},
+                   both("dp", "dp", " | %3lld"), both("tp", "tp", " %3lld"), both("pp", "pp", " %3lld"),
+                   both("cp", "cp", " %3lld"), both("zero", "zero", " %4lld"), both("mbs", "mbs", " %3lld"),
+                   both("gas", "gas", " %4lld"), both("recompute", "recompute", " %-9s"),
+                   both("schedule", "sched", " %-5s"), {.key = "memory_bytes"}, number("step_seconds"),
+                   number("tokens_per_second_per_gpu"),
+                   {.key = "mfu", .header = "MFU", .format = " | %5.1f%%", .scale = 100, .csv_format = "%.9g"},
+                   {.key = "memory_gb", .header = "mem GB", .format = " %7.1f", .csv = false}},
+                  "   ");
   for (const CampaignCell& c : cells) {
-    csv << c.model << ',' << c.nodes << ',' << c.fitting;
+    std::vector<report::Value> row = {c.model, std::int64_t{c.nodes}, static_cast<std::int64_t>(c.fitting)};
     if (c.fitting == 0) {
-      csv << ",,,,,,,,,,,,,\n";
+      row.resize(17, std::string());  // no layout: empty fields
+      t.add(std::move(row));
       continue;
     }
     const calc::TrainingSetup& s = c.best.layout.setup;
-    csv << ',' << s.dp << ',' << s.tp << ',' << s.pp << ',' << s.cp << ',' << s.zero << ',' << s.mbs << ',' << c.best.layout.gas << ','
-        << recompute_name(s.recompute) << ',' << c.best.layout.schedule() << ',' << c.best.memory_bytes << ','
-        << c.best.time.total() << ',' << c.best.tokens_per_second_per_gpu << ',' << c.best.mfu << '\n';
+    row.insert(row.end(), {s.dp, s.tp, s.pp, s.cp, std::int64_t{s.zero}, s.mbs, c.best.layout.gas,
+                           std::string(recompute_name(s.recompute)), c.best.layout.schedule(), c.best.memory_bytes,
+                           c.best.time.total(), c.best.tokens_per_second_per_gpu, c.best.mfu,
+                           static_cast<double>(c.best.memory_bytes) / 1e9});
+    t.add(std::move(row));
   }
-  return csv.str();
+  return t;
 }
 
-std::string calibration_csv(const std::vector<CalibrationPoint>& points) {
-  std::ostringstream csv;
-  csv.precision(9);
-  csv << "dp,mbs,gas,measured_mfu,predicted_mfu\n";
+report::Table calibration_table(const std::vector<CalibrationPoint>& points) {
+  report::Table t({{.key = "dp", .header = "DP", .format = "%5lld"},
+                   {.key = "mbs", .header = "MBS", .format = " %4lld"},
+                   {.key = "gas", .header = "GAS", .format = " %4lld"},
+                   {.key = "measured_mfu", .header = "measured", .format = "   %7.1f%%", .scale = 100, .csv_format = "%.9g"},
+                   {.key = "predicted_mfu", .header = "predicted", .format = " %8.1f%%", .scale = 100, .csv_format = "%.9g"},
+                   {.key = "error", .header = "error", .format = " %+6.1f%%", .csv = false}},
+                  "   ");
   for (const CalibrationPoint& p : points)
-    csv << p.dp << ',' << p.mbs << ',' << p.gas << ',' << p.measured << ',' << p.predicted << '\n';
-  return csv.str();
+    t.add({p.dp, p.mbs, p.gas, p.measured, p.predicted, 100 * (p.predicted - p.measured) / p.measured});
+  return t;
 }
 
 void print_calibration(const std::vector<CalibrationPoint>& cal) {
@@ -69,30 +85,19 @@ void print_calibration(const std::vector<CalibrationPoint>& cal) {
               "   tokens per step) against the step model (compute at %.0f%% of peak, collectives at %.0f%% of the\n"
               "   measured bus bandwidth, %.0f%% of the last backward hiding the all-reduce)\n",
               100 * plan::kComputeEfficiency, 100 * plan::kBandwidthEfficiency, 100 * plan::kOverlap);
-  std::printf("   %5s %4s %4s   %8s %9s %7s\n", "DP", "MBS", "GAS", "measured", "predicted", "error");
-  for (const CalibrationPoint& p : cal)
-    std::printf("   %5lld %4lld %4lld   %7.1f%% %8.1f%% %+6.1f%%\n", static_cast<long long>(p.dp),
-                static_cast<long long>(p.mbs), static_cast<long long>(p.gas), 100 * p.measured, 100 * p.predicted,
-                100 * (p.predicted - p.measured) / p.measured);
-
+  calibration_table(cal).print(std::cout);
 }
 
 void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds) {
   std::printf("\n3. The campaign: the best layout per model and node count (%s; searched in %.3f s)\n",
               cluster.name.c_str(), seconds);
-  std::printf("   %-15s %5s | %3s %3s %3s %3s %4s %3s %4s %-9s %-5s | %6s %7s\n", "model", "nodes", "dp", "tp", "pp",
-              "cp", "zero", "mbs", "gas", "recompute", "sched", "MFU", "mem GB");
-  for (const CampaignCell& c : cells) {
-    if (c.fitting == 0) {
-      std::printf("   %-15s %5d | nothing fits\n", c.model.c_str(), c.nodes);
-      continue;
-    }
-    const calc::TrainingSetup& s = c.best.layout.setup;
-    std::printf("   %-15s %5d | %3lld %3lld %3lld %3lld %4d %3lld %4lld %-9s %-5s | %5.1f%% %7.1f\n", c.model.c_str(),
-                c.nodes, static_cast<long long>(s.dp), static_cast<long long>(s.tp), static_cast<long long>(s.pp),
-                static_cast<long long>(s.cp), s.zero, static_cast<long long>(s.mbs),
-                static_cast<long long>(c.best.layout.gas), recompute_name(s.recompute), c.best.layout.schedule().c_str(),
-                100 * c.best.mfu, static_cast<double>(c.best.memory_bytes) / 1e9);
+  const report::Table t = campaign_table(cells);
+  t.print_header(std::cout);
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (cells[i].fitting == 0)
+      std::printf("   %-15s %5d | nothing fits\n", cells[i].model.c_str(), cells[i].nodes);
+    else
+      t.print_row(std::cout, i);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "chapters/10_5d_parallelism/planner.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::ch10 {
 
@@ -28,14 +29,16 @@ struct CalibrationPoint {
 };
 std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster);
 
-// campaign.csv: model,nodes,fitting,dp,tp,pp,cp,zero,mbs,gas,recompute,schedule,memory_bytes,
-// step_seconds,tokens_per_second_per_gpu,mfu (empty layout fields where nothing fits).
-std::string campaign_csv(const std::vector<CampaignCell>& cells);
-// calibration.csv: dp,mbs,gas,measured_mfu,predicted_mfu
-std::string calibration_csv(const std::vector<CalibrationPoint>& points);
+// One row per cell. CSV (campaign.csv): model,nodes,fitting,dp,tp,pp,cp,zero,mbs,gas,recompute,
+// schedule,memory_bytes,step_seconds,tokens_per_second_per_gpu,mfu (empty layout fields where
+// nothing fits); terminal: the best layout, its MFU and memory.
+report::Table campaign_table(const std::vector<CampaignCell>& cells);
+// One row per point. CSV (calibration.csv): dp,mbs,gas,measured_mfu,predicted_mfu; terminal: the
+// two MFUs and the error in percent.
+report::Table calibration_table(const std::vector<CalibrationPoint>& points);
 
-// The tables the chapter prints (stdout): measured vs predicted MFU per calibration point, and the
-// best layout of each campaign cell (searched in `seconds`).
+// The tables the chapter prints (stdout) under their titles: measured vs predicted MFU per
+// calibration point, and the best layout of each campaign cell (searched in `seconds`).
 void print_calibration(const std::vector<CalibrationPoint>& cal);
 void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds);
 

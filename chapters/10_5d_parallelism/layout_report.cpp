@@ -1,7 +1,6 @@
 #include "chapters/10_5d_parallelism/layout_report.hpp"
 
 #include <cstdio>
-#include <sstream>
 
 namespace usp::ch10 {
 
@@ -36,20 +35,7 @@ void print_layout_run(std::ostream& os, const LayoutRun& r) {
   std::snprintf(line, sizeof line, "\n  largest relative gap %.1e (bound 1e-6: fp32 sums regrouped over ranks)\n",
                 r.max_relative_loss_gap());
   os << line;
-  std::snprintf(line, sizeof line, "  %4s %2s %2s %2s %2s | %-14s %-14s %-14s %9s | %9s %9s %9s %9s %9s\n", "rank", "dp",
-                "tp", "cp", "pp", "params KiB", "grads KiB", "Adam KiB", "act KiB", "tp B", "cp B", "dp·cp B", "pp B",
-                "ep B");
-  os << line;
-  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
-    const RankFacts& f = r.ranks[i];
-    std::snprintf(line, sizeof line, "  %4zu %2d %2d %2d %2d | %-14s %-14s %-14s %9s | %9lld %9lld %9lld %9lld %9lld\n", i,
-                  f.dp, f.tp, f.cp, f.pp, versus(f.params, f.calc_params).c_str(), versus(f.grads, f.calc_grads).c_str(),
-                  versus(f.optimizer, l.zero == 0 ? f.calc_optimizer : -1).c_str(), kib(f.activations).c_str(),
-                  static_cast<long long>(f.sent_tp), static_cast<long long>(f.sent_cp),
-                  static_cast<long long>(f.sent_dp_cp), static_cast<long long>(f.sent_pp),
-                  static_cast<long long>(f.sent_ep));
-    os << line;
-  }
+  layout_ranks_table({r}).print(os);
   if (r.ranks.front().calc_params < 0)
     os << "  (several chunks per rank: the calculator predicts one stage per rank)\n";
   else
@@ -58,19 +44,40 @@ void print_layout_run(std::ostream& os, const LayoutRun& r) {
        << (r.memory_as_predicted() ? "yes" : "NO") << "\n";
 }
 
-std::string layout_ranks_csv(const std::vector<LayoutRun>& runs) {
-  std::ostringstream os;
-  os << "layout,moe,rank,dp,tp,cp,pp,params,calc_params,grads,calc_grads,optimizer,calc_optimizer,activations,sent_tp,"
-        "sent_cp,sent_dp_cp,sent_pp,sent_ep\n";
+report::Table layout_ranks_table(const std::vector<LayoutRun>& runs) {
+  const auto both = [](const char* key, const char* header, const char* format) {  // terminal and CSV
+    return report::Column{.key = key, .header = header, .format = format};
+  };
+  const auto kept = [](const char* key) { return report::Column{.key = key}; };  // in the CSV only
+  const auto shown = [](const char* key, const char* header, const char* format) {  // on the terminal only
+    return report::Column{.key = key, .header = header, .format = format, .csv = false};
+  };
+  report::Table t({kept("layout"), kept("moe"), both("rank", "rank", "%4lld"), both("dp", "dp", " %2lld"),
+                   both("tp", "tp", " %2lld"), both("cp", "cp", " %2lld"), both("pp", "pp", " %2lld"), kept("params"),
+                   kept("calc_params"), shown("params_kib", "params KiB", " | %-14s"), kept("grads"), kept("calc_grads"),
+                   shown("grads_kib", "grads KiB", " %-14s"), kept("optimizer"), kept("calc_optimizer"),
+                   shown("optimizer_kib", "Adam KiB", " %-14s"), kept("activations"), shown("activations_kib", "act KiB", " %9s"),
+                   both("sent_tp", "tp B", " | %9lld"), both("sent_cp", "cp B", " %9lld"),
+                   both("sent_dp_cp", "dp·cp B", " %9lld"), both("sent_pp", "pp B", " %9lld"),
+                   both("sent_ep", "ep B", " %9lld")});
   for (const LayoutRun& r : runs)
     for (std::size_t i = 0; i < r.ranks.size(); ++i) {
       const RankFacts& f = r.ranks[i];
-      os << r.layout.label() << "," << (r.moe ? 1 : 0) << "," << i << "," << f.dp << "," << f.tp << "," << f.cp << ","
-         << f.pp << "," << f.params << "," << f.calc_params << "," << f.grads << "," << f.calc_grads << ","
-         << f.optimizer << "," << f.calc_optimizer << "," << f.activations << "," << f.sent_tp << "," << f.sent_cp << ","
-         << f.sent_dp_cp << "," << f.sent_pp << "," << f.sent_ep << "\n";
+      t.add({r.layout.label(), std::int64_t{r.moe ? 1 : 0}, static_cast<std::int64_t>(i), std::int64_t{f.dp},
+             std::int64_t{f.tp}, std::int64_t{f.cp}, std::int64_t{f.pp}, f.params, f.calc_params,
+             versus(f.params, f.calc_params), f.grads, f.calc_grads, versus(f.grads, f.calc_grads), f.optimizer,
+             f.calc_optimizer, versus(f.optimizer, r.layout.zero == 0 ? f.calc_optimizer : -1), f.activations,
+             kib(f.activations), f.sent_tp, f.sent_cp, f.sent_dp_cp, f.sent_pp, f.sent_ep});
     }
-  return os.str();
+  return t;
+}
+
+report::Table layouts_table(const std::vector<LayoutRun>& runs) {
+  report::Table t({{.key = "layout"}, {.key = "moe"}, {.key = "losses"}, {.key = "max_relative_loss_gap"},
+                   {.key = "memory_as_predicted"}, {.key = "median_step_seconds"}});
+  for (const LayoutRun& r : runs)
+    t.add({r.layout.label(), r.moe, r.losses, r.max_relative_loss_gap(), r.memory_as_predicted(), r.median_step_seconds});
+  return t;
 }
 
 }  // namespace usp::ch10

@@ -1,15 +1,15 @@
 #include "chapters/10_5d_parallelism/layout_run.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/report/median.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/train/loss_agreement.hpp"
-#include "common/train/training_summary.hpp"
 
 namespace usp::ch10 {
 
@@ -75,8 +75,8 @@ LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingC
       for (int c = 0; c < kNumMemCategories; ++c) peak.bytes[c] = std::max(peak.bytes[c], now.bytes[c]);
       // Every rank holds its (dp, cp) replica's loss over equal token counts: the plain mean.
       double sum = 0;
-      const auto all = gather_int64(metrics, {std::bit_cast<std::int64_t>(s.loss)});
-      for (const auto& v : all) sum += std::bit_cast<double>(v[0]);
+      const std::vector<double> all = report::gather_rows(metrics, s.loss);
+      for (double loss : all) sum += loss;
       run.losses.push_back(sum / static_cast<double>(all.size()));
     }
     const auto steps = static_cast<std::uint64_t>(cfg.steps);
@@ -95,13 +95,8 @@ LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingC
       me.calc_params = want.parameters, me.calc_grads = want.gradients, me.calc_optimizer = want.optimizer;
     }
   }
-  std::sort(seconds.begin(), seconds.end());
-  run.median_step_seconds = seconds[seconds.size() / 2];
-  for (const auto& v : gather_int64(metrics, {me.dp, me.tp, me.cp, me.pp, me.params, me.grads, me.optimizer,
-                                              me.activations, me.calc_params, me.calc_grads, me.calc_optimizer,
-                                              me.sent_tp, me.sent_cp, me.sent_dp_cp, me.sent_pp, me.sent_ep}))
-    run.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]), static_cast<int>(v[3]),
-                         v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]});
+  run.median_step_seconds = report::median(seconds);
+  run.ranks = report::gather_rows(metrics, me);
   auto self = metrics.split(metrics.rank(), 0);
   // The reference on one CPU device (the course's baseline, whatever device the layouts ran on).
   TrainingConfig cpu = cfg;

@@ -12,6 +12,7 @@
 
 namespace usp::ch10 {
 
+// One rank's row of the report, gathered as it is (report/row_gather.hpp): numbers only.
 struct RankFacts {
   int dp = 0, tp = 0, cp = 0, pp = 0;
   // Measured (tracker, bytes this run added) and predicted (calc::memory_per_rank, fp32, this

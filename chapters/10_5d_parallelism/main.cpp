@@ -137,22 +137,11 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     runs.push_back(run_layout(tensors, *metrics, p.moe ? moe_config(in.config) : in.config, *in.data, p.layout));
     if (rt.is_root()) print_layout_run(std::cout, runs.back());
   }
-  if (rt.is_root()) write_file_atomic(out + "/layout_ranks.csv", layout_ranks_csv(runs));
+  if (rt.is_root()) layout_ranks_table(runs).write_csv(out + "/layout_ranks.csv");
   const std::vector<double> first_losses = runs.front().losses;
   const double tokens_per_step = static_cast<double>(runs.front().layout.dp * runs.front().layout.m *
                                                      in.config.tokens_per_micro_batch());
   const double tokens_per_second = tokens_per_step / runs.front().median_step_seconds;
-  JsonWriter layouts_json;
-  layouts_json.begin_array();
-  for (const LayoutRun& r : runs) {
-    layouts_json.begin_object().field("layout", r.layout.label()).field("moe", r.moe);
-    layouts_json.key("losses").begin_array();
-    for (double x : r.losses) layouts_json.value(x);
-    layouts_json.end_array().field("max_relative_loss_gap", r.max_relative_loss_gap());
-    layouts_json.field("memory_as_predicted", r.memory_as_predicted()).field("median_step_seconds", r.median_step_seconds);
-    layouts_json.end_object();
-  }
-  layouts_json.end_array();
   // 2. and 3. The planner: arithmetic, the same on every rank (exercise 10.1's terms inside);
   // rank 0 prints and writes.
   std::vector<CalibrationPoint> cal;
@@ -171,13 +160,15 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     } else {
       print_calibration(cal);
       print_campaign(cells, cluster, seconds);
-      write_file_atomic(out + "/calibration.csv", calibration_csv(cal));
-      write_file_atomic(out + "/campaign.csv", campaign_csv(cells));
+      calibration_table(cal).write_csv(out + "/calibration.csv");
+      campaign_table(cells).write_csv(out + "/campaign.csv");
     }
-    write_file_atomic(out + "/memory_8b.csv", memory_by_dimension_csv(memory_by_dimension()));
+    memory_by_dimension_table(memory_by_dimension()).write_csv(out + "/memory_8b.csv");
   }
   JsonWriter j;
-  j.begin_object().key("layouts").raw(layouts_json.str()).field("cluster", cluster.name);
+  j.begin_object().key("layouts");
+  layouts_table(runs).write_json(j);
+  j.field("cluster", cluster.name);
   j.field("search_seconds", seconds).field("cells", cells.size()).end_object();
   const Layout5d& l = runs.front().layout;
   write_training_summary(rt.world(), out + "/summary.json",

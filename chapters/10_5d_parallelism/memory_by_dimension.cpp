@@ -1,7 +1,5 @@
 #include "chapters/10_5d_parallelism/memory_by_dimension.hpp"
 
-#include <sstream>
-
 namespace usp::ch10 {
 
 std::vector<DimensionMemory> memory_by_dimension() {
@@ -32,13 +30,13 @@ std::vector<DimensionMemory> memory_by_dimension() {
   return out;
 }
 
-std::string memory_by_dimension_csv(const std::vector<DimensionMemory>& rows) {
-  std::ostringstream csv;
-  csv << "dimension,degree,parameters,gradients,optimizer,activations,total\n";
+report::Table memory_by_dimension_table(const std::vector<DimensionMemory>& rows) {
+  report::Table t({{.key = "dimension"}, {.key = "degree"}, {.key = "parameters"}, {.key = "gradients"},
+                   {.key = "optimizer"}, {.key = "activations"}, {.key = "total"}});
   for (const DimensionMemory& r : rows)
-    csv << r.dimension << ',' << r.degree << ',' << r.bytes.parameters << ',' << r.bytes.gradients << ','
-        << r.bytes.optimizer << ',' << r.bytes.activations << ',' << r.bytes.total() << '\n';
-  return csv.str();
+    t.add({r.dimension, r.degree, r.bytes.parameters, r.bytes.gradients, r.bytes.optimizer, r.bytes.activations,
+           r.bytes.total()});
+  return t;
 }
 
 }  // namespace usp::ch10

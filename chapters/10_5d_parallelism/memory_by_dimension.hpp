@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/calc/memory_model.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::ch10 {
 
@@ -22,6 +23,6 @@ struct DimensionMemory {
 
 std::vector<DimensionMemory> memory_by_dimension();
 // memory_8b.csv: dimension,degree,parameters,gradients,optimizer,activations,total
-std::string memory_by_dimension_csv(const std::vector<DimensionMemory>& rows);
+report::Table memory_by_dimension_table(const std::vector<DimensionMemory>& rows);
 
 }  // namespace usp::ch10

@@ -8,6 +8,7 @@
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
 #include "common/io/output_file.hpp"
+#include "common/report/median.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
 #include "chapters/11_gpu_primer/event_timer.hpp"
@@ -52,7 +53,7 @@ std::vector<DivergenceRow> run_divergence(std::int64_t n, int iters, int warmup,
       if (std::isfinite(got[i]) && err > row.max_abs_err) row.max_abs_err = err;
     }
     row.verified = ok;
-    row.time_ms = median(time_launches(launch, warmup, timed));
+    row.time_ms = report::median(time_launches(launch, warmup, timed));
     rows.push_back(row);
     char line[200];
     std::snprintf(line, sizeof line, "  %-10s %10.4f ms   max |err| %.2e  %s\n", row.arrangement.c_str(), row.time_ms,

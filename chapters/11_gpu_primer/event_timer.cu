@@ -39,14 +39,4 @@ std::vector<double> time_launches(const std::function<void()>& launch, int warmu
   return ms;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) throw Error("median of no values");
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return 0.5 * (lower + upper);
-}
-
 }  // namespace usp::ch11

@@ -17,7 +17,4 @@ namespace usp::ch11 {
 // returns the iters durations in milliseconds (in run order).
 std::vector<double> time_launches(const std::function<void()>& launch, int warmup, int iters);
 
-// The median of values (the mean of the two middle ones for an even count); values not empty.
-double median(std::vector<double> values);
-
 }  // namespace usp::ch11

@@ -9,6 +9,7 @@
 #include "common/cuda_support.hpp"
 #include "common/error.hpp"
 #include "common/io/output_file.hpp"
+#include "common/report/median.hpp"
 #include "common/tensor.hpp"
 #include "chapters/11_gpu_primer/event_timer.hpp"
 #include "kernels/matmul/reference.hpp"
@@ -84,7 +85,7 @@ SweepRow measure(const Rung& r, DeviceProblem& p, const SweepConfig& config) {
   row.check = v.message;
 
   // 2. Time: C keeps being overwritten (alpha·A·B + beta·C, again and again); only the time counts now.
-  row.time_ms = median(time_launches(launch, config.warmup, config.iters));
+  row.time_ms = report::median(time_launches(launch, config.warmup, config.iters));
   row.gflops = matmul::gemm_flops(h.M, h.N, h.K) / (row.time_ms * 1e-3) / 1e9;
   return row;
 }

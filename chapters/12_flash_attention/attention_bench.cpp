@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
-#include <sstream>
 
 #include "common/memory_tracker.hpp"
 #include "common/ops/ops.hpp"
@@ -71,16 +70,6 @@ std::vector<AttentionPoint> bench_attention(const std::vector<std::int64_t>& seq
     out.push_back(f);
   }
   return out;
-}
-
-std::string attention_csv(const std::vector<AttentionPoint>& points) {
-  std::ostringstream csv;
-  csv.precision(9);
-  csv << "seq,variant,forward_ms,backward_ms,memory_bytes,max_abs_error\n";
-  for (const AttentionPoint& p : points)
-    csv << p.seq << ',' << p.variant << ',' << p.forward_ms << ',' << p.backward_ms << ',' << p.memory_bytes << ','
-        << p.max_abs_error << '\n';
-  return csv.str();
 }
 
 }  // namespace usp::ch12

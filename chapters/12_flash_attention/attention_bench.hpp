@@ -27,7 +27,5 @@ struct AttentionPoint {
 
 // Both variants at each sequence length (causal), inputs from the counter-based RNG.
 std::vector<AttentionPoint> bench_attention(const std::vector<std::int64_t>& seqs, BenchShape shape, FlashTiles tiles);
-// attention_vs_seq.csv: seq,variant,forward_ms,backward_ms,memory_bytes,max_abs_error
-std::string attention_csv(const std::vector<AttentionPoint>& points);
 
 }  // namespace usp::ch12

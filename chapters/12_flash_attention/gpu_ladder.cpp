@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <sstream>
 
 #include "common/device.hpp"
 #include "common/device_timer.hpp"
@@ -17,15 +16,6 @@
 #endif
 
 namespace usp::ch12 {
-
-std::string gpu_ladder_csv(const LadderShape& s, const std::vector<RungRun>& runs) {
-  std::ostringstream out;
-  out << "rung,batch,seq,heads,kv_heads,head_dim,ms,tflops,error\n";
-  for (const RungRun& r : runs)
-    out << r.rung << ',' << s.batch << ',' << s.seq << ',' << s.heads << ',' << s.kv_heads << ',' << s.head_dim << ','
-        << r.ms << ',' << r.tflops << ',' << r.error << '\n';
-  return out.str();
-}
 
 #if defined(USP_HAVE_CUDA)
 

@@ -33,7 +33,5 @@ struct RungRun {
 // check: compare with the CPU (affordable up to T of a few thousand); reps: timed runs (0: none).
 std::vector<RungRun> run_gpu_ladder(const LadderShape& shape, int reps, bool check);
 
-// gpu_ladder.csv: rung,batch,seq,heads,kv_heads,head_dim,ms,tflops,error
-std::string gpu_ladder_csv(const LadderShape& shape, const std::vector<RungRun>& runs);
 
 }  // namespace usp::ch12

@@ -23,10 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "chapters/12_flash_attention/attention_bench.hpp"
-#include "chapters/12_flash_attention/equivalence.hpp"
-#include "chapters/12_flash_attention/flash_training.hpp"
-#include "chapters/12_flash_attention/gpu_ladder.hpp"
+#include "chapters/12_flash_attention/flash_report.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
@@ -38,6 +35,64 @@ namespace {
 
 using namespace usp;
 using namespace usp::ch12;
+
+// A table printed and written into summary.json under `key`.
+void print_and_record(const report::Table& t, const std::string& key, JsonWriter& j) {
+  t.print(std::cout);
+  j.key(key);
+  t.write_json(j);
+}
+
+// 2. Time and memory against s; attention_vs_seq.csv.
+void show_attention_vs_seq(const std::vector<std::int64_t>& seqs, std::int64_t heads, FlashTiles tiles,
+                           const std::string& out) {
+  BenchShape shape;
+  shape.heads = shape.kv_heads = heads;
+  const report::Table t = attention_table(bench_attention(seqs, shape, tiles));
+  std::printf("\n2. Causal attention, B 1, H %lld, D 64, forward + backward, tiles %lld × %lld (one CPU core):\n",
+              static_cast<long long>(shape.heads), static_cast<long long>(tiles.q_rows),
+              static_cast<long long>(tiles.k_cols));
+  t.print(std::cout);
+  t.write_csv(out + "/attention_vs_seq.csv");
+}
+
+// 3. The model trained with each attention: the same losses, each one's peak activations.
+std::vector<double> show_training(const TrainingConfig& cfg, const Dataset& data, FlashTiles tiles, JsonWriter& j) {
+  const TrainingRun naive = train_with(cfg, data, false, tiles), flash = train_with(cfg, data, true, tiles);
+  const double gap = max_loss_gap(flash.losses, naive.losses, true);
+  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens with each attention, on %s:\n", cfg.model.str().c_str(),
+              static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs), static_cast<long long>(cfg.seq),
+              cfg.device.str().c_str());
+  training_table(naive, flash).print(std::cout);
+  std::printf("   largest relative loss gap %.1e (fp32 sums in another order)\n", gap);
+  j.field("training_max_relative_loss_gap", gap);
+  j.field("naive_peak_activation_bytes", naive.peak_activation_bytes);
+  j.field("flash_peak_activation_bytes", flash.peak_activation_bytes);
+  return flash.losses;
+}
+
+// 4. The CUDA ladder, where a GPU is visible: each rung checked at a small shape, timed at B 1,
+// T gpu_seq, H 16, D 128; gpu_ladder.csv.
+void show_gpu_ladder(int gpu_seq, const std::string& out, JsonWriter& j) {
+  if (!gpu_ladder_available()) {
+    std::printf("\n4. No GPU visible: the CUDA ladder (kernels/attention) is not measured.\n");
+    return;
+  }
+  const LadderShape small{2, 300, 4, 2, 64}, big{1, gpu_seq, 16, 16, 128};
+  const std::vector<RungRun> checked = run_gpu_ladder(small, 0, true);
+  std::vector<RungRun> rows = run_gpu_ladder(big, 10, false);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].error = checked[i].error;
+  std::printf("\n4. The CUDA ladder, causal, fp32 (rungs 05, 06: bf16 inputs, checked against the fp32 attention of\n"
+              "   the same bf16 values): error against the CPU at B 2, T 300, H 4 on G 2, D 64 (largest |Δ| over the\n"
+              "   largest value), TFLOP/s at B 1, T %d, H 16, D 128 (causal count: 2·B·H·T²·D forward, 2.5× that\n"
+              "   backward)\n",
+              big.seq);
+  const report::Table t = gpu_ladder_table(big, rows);
+  print_and_record(t, "gpu_ladder", j);
+  t.write_csv(out + "/gpu_ladder.csv");
+  std::printf("   PyTorch's SDPA on the same problem: python3 bench/attention_sdpa.py --ladder %s/gpu_ladder.csv\n",
+              out.c_str());
+}
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch12_flash_attention",
@@ -60,92 +115,25 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   make_dirs(out);
   JsonWriter j;
   j.begin_object();
+  TrainingSummary summary{.chapter = "12_flash_attention", .losses = {}, .flags_json = cli.values_json()};
 
-  // 1. Equivalence.
+  // 1. Equivalence (exercises 12.1 and 12.2).
   std::vector<Equivalence> eq;
   const std::string missing = rt.skip_if_not_implemented([&] { eq = check_equivalence(); });
   if (!missing.empty()) {
     std::cout << "flash attention needs exercises 12.1 and 12.2 (" << missing << "); the chapter stops here.\n";
-    j.end_object();
-    write_training_summary(rt.world(), out + "/summary.json",
-                           {.chapter = "12_flash_attention", .losses = {}, .flags_json = cli.values_json(),
-                            .chapter_json = j.str()});
+    summary.chapter_json = j.end_object().str();
+    write_training_summary(rt.world(), out + "/summary.json", summary);
     return 0;
   }
   std::printf("1. Flash attention (tiles 16 × 8) against the naive attention on B 2, T 37, H 4 on G 2 kv heads, D 20:\n"
               "   largest |flash - naive| of each output\n");
-  std::printf("   %-12s %10s %10s %10s %10s %10s\n", "", "out", "lse", "dq", "dk", "dv");
-  j.key("equivalence").begin_array();
-  for (const Equivalence& e : eq) {
-    std::printf("   %-12s %10.2e %10.2e %10.2e %10.2e %10.2e\n", e.what.c_str(), e.out, e.lse, e.dq, e.dk, e.dv);
-    j.begin_object().field("case", e.what).field("largest_abs_difference", e.largest()).end_object();
-  }
-  j.end_array();
-
-  // 2. Time and memory against s.
-  BenchShape shape;
-  shape.heads = shape.kv_heads = cli.get_int("bench-heads");
-  const std::vector<AttentionPoint> points = bench_attention(seqs, shape, tiles);
-  std::printf("\n2. Causal attention, B 1, H %lld, D 64, forward + backward, tiles %lld × %lld (one CPU core):\n",
-              static_cast<long long>(shape.heads), static_cast<long long>(tiles.q_rows),
-              static_cast<long long>(tiles.k_cols));
-  std::printf("   %6s %-6s %10s %11s %12s %10s\n", "s", "", "forward ms", "backward ms", "memory MiB", "max |Δ|");
-  for (const AttentionPoint& p : points)
-    std::printf("   %6lld %-6s %10.1f %11.1f %12.3f %10.1e\n", static_cast<long long>(p.seq), p.variant.c_str(),
-                p.forward_ms, p.backward_ms, static_cast<double>(p.memory_bytes) / 1048576.0, p.max_abs_error);
-  write_file_atomic(out + "/attention_vs_seq.csv", attention_csv(points));
-
-  // 3. Training.
-  const TrainingConfig& cfg = in.config;
-  const TrainingRun naive = train_with(cfg, *in.data, false, tiles), flash = train_with(cfg, *in.data, true, tiles);
-  const double gap = max_loss_gap(flash.losses, naive.losses, true);
-  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens with each attention, on %s:\n", cfg.model.str().c_str(),
-              static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs), static_cast<long long>(cfg.seq),
-              cfg.device.str().c_str());
-  std::printf("   %-6s %-60s %s\n", "", "losses", "peak activations MiB");
-  for (const auto& [name, run] : {std::pair{"naive", &naive}, std::pair{"flash", &flash}}) {
-    std::string losses;
-    for (double x : run->losses) losses += std::to_string(x).substr(0, 8) + " ";
-    std::printf("   %-6s %-60s %.2f\n", name, losses.c_str(), static_cast<double>(run->peak_activation_bytes) / 1048576.0);
-  }
-  std::printf("   largest relative loss gap %.1e (fp32 sums in another order)\n", gap);
-  j.field("training_max_relative_loss_gap", gap);
-
-  // 4. The CUDA ladder, where a GPU is visible.
-  if (gpu_ladder_available()) {
-    const LadderShape small{2, 300, 4, 2, 64}, big{1, static_cast<int>(cli.get_int("gpu-seq")), 16, 16, 128};
-    const std::vector<RungRun> checked = run_gpu_ladder(small, 0, true), timed = run_gpu_ladder(big, 10, false);
-    std::printf("\n4. The CUDA ladder, causal, fp32 (rungs 05, 06: bf16 inputs, checked against the fp32 attention of\n"
-                "   the same bf16 values): error against the CPU at B 2, T 300, H 4 on G 2, D 64 (largest |Δ| over the\n"
-                "   largest value), TFLOP/s at B 1, T %d, H 16, D 128 (causal count: 2·B·H·T²·D forward, 2.5× that\n"
-                "   backward)\n",
-                big.seq);
-    std::printf("   %-34s %10s %10s %8s\n", "rung", "error", "ms", "TFLOP/s");
-    j.key("gpu_ladder").begin_array();
-    std::vector<RungRun> rows = timed;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      rows[i].error = checked[i].error;
-      std::printf("   %-34s %10.2e %10.3f %8.2f\n", rows[i].rung.c_str(), rows[i].error, rows[i].ms, rows[i].tflops);
-      j.begin_object()
-          .field("rung", rows[i].rung)
-          .field("error", rows[i].error)
-          .field("ms", rows[i].ms)
-          .field("tflops", rows[i].tflops)
-          .end_object();
-    }
-    j.end_array();
-    write_file_atomic(out + "/gpu_ladder.csv", gpu_ladder_csv(big, rows));
-    std::printf("   PyTorch's SDPA on the same problem: python3 bench/attention_sdpa.py --ladder %s/gpu_ladder.csv\n",
-                out.c_str());
-  } else {
-    std::printf("\n4. No GPU visible: the CUDA ladder (kernels/attention) is not measured.\n");
-  }
-  j.field("naive_peak_activation_bytes", naive.peak_activation_bytes);
-  j.field("flash_peak_activation_bytes", flash.peak_activation_bytes);
-  j.end_object();
-  write_training_summary(rt.world(), out + "/summary.json",
-                         {.chapter = "12_flash_attention", .losses = flash.losses, .flags_json = cli.values_json(),
-                          .chapter_json = j.str()});
+  print_and_record(equivalence_table(eq), "equivalence", j);
+  show_attention_vs_seq(seqs, cli.get_int("bench-heads"), tiles, out);
+  summary.losses = show_training(in.config, *in.data, tiles, j);
+  show_gpu_ladder(static_cast<int>(cli.get_int("gpu-seq")), out, j);
+  summary.chapter_json = j.end_object().str();
+  write_training_summary(rt.world(), out + "/summary.json", summary);
   std::printf("\nwrote %s/summary.json, attention_vs_seq.csv\n", out.c_str());
   return 0;
 }

@@ -53,13 +53,4 @@ std::vector<VariantTiming> bench_chains(const std::vector<std::string>& ids, con
   return out;
 }
 
-std::string bandwidth_csv(const std::vector<VariantTiming>& rows, double copy_gb_per_s) {
-  std::ostringstream s;
-  s << "chain_id,chain,variant,passes,bytes,scratch_bytes,ms,gb_per_s,copy_gb_per_s\n";
-  for (const VariantTiming& t : rows)
-    s << t.chain_id << ',' << t.chain << ',' << t.variant << ',' << t.passes << ',' << t.bytes << ','
-      << t.scratch_bytes << ',' << t.ms << ',' << t.gb_per_s << ',' << copy_gb_per_s << '\n';
-  return s.str();
-}
-
 }  // namespace usp::ch13

@@ -32,7 +32,4 @@ double copy_bandwidth_gb_per_s(std::int64_t bytes, int reps);
 // untimed warm-up run first, so page faults are not timed). Chains are built one at a time.
 std::vector<VariantTiming> bench_chains(const std::vector<std::string>& ids, const ChainSizes& sizes, int reps);
 
-// CSV: chain_id,chain,variant,passes,bytes,scratch_bytes,ms,gb_per_s,copy_gb_per_s
-std::string bandwidth_csv(const std::vector<VariantTiming>& rows, double copy_gb_per_s);
-
 }  // namespace usp::ch13

@@ -24,6 +24,7 @@
 #include "chapters/13_fused_kernels/bandwidth_bench.hpp"
 #include "chapters/13_fused_kernels/chains.hpp"
 #include "chapters/13_fused_kernels/fused_model_norm.hpp"
+#include "chapters/13_fused_kernels/fused_report.hpp"
 #include "chapters/13_fused_kernels/gpu_chains.hpp"
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
@@ -46,30 +47,74 @@ double max_abs_diff(const std::vector<std::vector<float>>& a, const std::vector<
   return m;
 }
 
-// The bandwidth table of one device: each variant's launches, bytes, time, GB/s, share of the
-// copy bandwidth and speed-up over the chain's unfused variant; also into j under `key`.
-void print_table(const std::vector<VariantTiming>& rows, double copy, JsonWriter& j, const char* key) {
-  std::printf("   %-28s %-9s %6s %10s %11s %9s %8s %7s %8s\n", "chain", "variant", "passes", "moved MiB", "scratch MiB",
-              "ms", "GB/s", "% copy", "speed-up");
-  j.key(key).begin_array();
-  for (const VariantTiming& t : rows) {
-    double unfused_ms = t.ms;
-    for (const VariantTiming& u : rows)
-      if (u.chain_id == t.chain_id && u.variant == "unfused") unfused_ms = u.ms;
-    std::printf("   %-28s %-9s %6d %10.1f %11.1f %9.3f %8.2f %6.0f%% %7.2fx\n", t.chain.c_str(), t.variant.c_str(),
-                t.passes, static_cast<double>(t.bytes) / 1048576.0, static_cast<double>(t.scratch_bytes) / 1048576.0,
-                t.ms, t.gb_per_s, 100.0 * t.gb_per_s / copy, unfused_ms / t.ms);
-    j.begin_object()
-        .field("chain", t.chain_id)
-        .field("variant", t.variant)
-        .field("passes", t.passes)
-        .field("bytes", t.bytes)
-        .field("scratch_bytes", t.scratch_bytes)
-        .field("ms", t.ms)
-        .field("gb_per_s", t.gb_per_s)
-        .end_object();
+// A table printed and written into summary.json under `key`.
+void print_and_record(const report::Table& t, const std::string& key, JsonWriter& j) {
+  t.print(std::cout);
+  j.key(key);
+  t.write_json(j);
+}
+
+// 1. Every variant against the unfused one, on shapes that are no multiple of any vector width.
+std::vector<VariantDifference> equivalence() {
+  const ChainSizes odd{37, 45, 53, 101, 1001};
+  std::vector<VariantDifference> rows;
+  for (const std::string& id : chain_ids()) {
+    const Chain chain = make_chain(id, odd);
+    const auto reference = run_outputs(chain, chain.variant("unfused"));
+    for (const Variant& v : chain.variants)
+      if (v.name != "unfused") rows.push_back({chain.name, v.name, max_abs_diff(run_outputs(chain, v), reference)});
   }
-  j.end_array();
+  return rows;
+}
+
+// 2. The CPU's bandwidth table (fused_bandwidth.csv), and 2b the same chains on the GPU where
+// there is one (the CUDA kernels of kernels/fused, fused_bandwidth_gpu.csv).
+void show_bandwidth(const ChainSizes& sizes, int reps, const std::string& out, JsonWriter& j) {
+  const std::vector<VariantTiming> rows = bench_chains(chain_ids(), sizes, reps);
+  std::int64_t largest = 0;
+  for (const VariantTiming& t : rows) largest = std::max(largest, t.bytes);
+  const double copy = copy_bandwidth_gb_per_s(std::min<std::int64_t>(largest, std::int64_t{256} << 20), reps);
+  std::printf("\n2. N %lld, C %lld, F %lld, V %lld, P %lld, fp32, one CPU core; copy bandwidth (y = s·x) %.1f GB/s\n",
+              static_cast<long long>(sizes.rows), static_cast<long long>(sizes.hidden),
+              static_cast<long long>(sizes.ffn), static_cast<long long>(sizes.vocab),
+              static_cast<long long>(sizes.params), copy);
+  const report::Table cpu = bandwidth_table(rows, copy);
+  print_and_record(cpu, "bandwidth", j);
+  // The bytes are exact; the times (and so GB/s and the share of the copy) are the machine's now.
+  const report::MachineLoad load = report::machine_load();
+  std::printf("   timed at %s\n", report::describe(load).c_str());
+  j.field("load_average", load.load1).field("cores", load.cores);
+  cpu.write_csv(out + "/fused_bandwidth.csv");
+  if (!gpu_chains_available()) {
+    std::printf("\n2b. No GPU visible: the CUDA kernels' table (kernels/fused) is not measured.\n");
+    return;
+  }
+  const std::vector<VariantTiming> gpu_rows = bench_chains_gpu(chain_ids(), sizes, reps);
+  const double gpu_copy = gpu_copy_bandwidth_gb_per_s(std::min<std::int64_t>(largest, std::int64_t{1} << 30), reps);
+  const double launch_us = gpu_launch_overhead_us(1000);
+  std::printf("\n2b. The same sizes on the GPU (%s): device-to-device copy %.1f GB/s, an empty kernel's launch %.2f us\n",
+              gpu_device_name().c_str(), gpu_copy, launch_us);
+  j.field("gpu_copy_gb_per_s", gpu_copy).field("gpu_launch_overhead_us", launch_us);
+  const report::Table gpu = bandwidth_table(gpu_rows, gpu_copy);
+  print_and_record(gpu, "gpu_bandwidth", j);
+  gpu.write_csv(out + "/fused_bandwidth_gpu.csv");
+}
+
+// 3. The model trained with the core's add + norm and with the fused kernel.
+std::vector<double> show_training(const TrainingConfig& cfg, const Dataset& data, JsonWriter& j) {
+  const std::vector<double> plain = train_losses(cfg, data, false), fused = train_losses(cfg, data, true);
+  const double gap = max_loss_gap(fused, plain, true);
+  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens, with the core's add + norm and with the fused kernel:\n",
+              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
+              static_cast<long long>(cfg.seq));
+  for (const auto& [name, losses] : {std::pair{"core", &plain}, std::pair{"fused", &fused}}) {
+    std::string text;
+    for (double x : *losses) text += std::to_string(x).substr(0, 8) + " ";
+    std::printf("   %-6s %s\n", name, text.c_str());
+  }
+  std::printf("   largest relative loss gap %.1e\n", gap);
+  j.field("training_max_relative_loss_gap", gap);
+  return fused;
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
@@ -101,85 +146,26 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   make_dirs(out);
   JsonWriter j;
   j.begin_object();
+  TrainingSummary summary{.chapter = "13_fused_kernels", .losses = {}, .flags_json = cli.values_json()};
 
-  // 1. Equivalence, on shapes that are no multiple of any vector width.
-  const ChainSizes odd{37, 45, 53, 101, 1001};
-  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> eq;
-  const std::string missing = rt.skip_if_not_implemented([&] {
-    for (const std::string& id : chain_ids()) {
-      const Chain chain = make_chain(id, odd);
-      const auto reference = run_outputs(chain, chain.variant("unfused"));
-      std::vector<std::pair<std::string, double>> diffs;
-      for (const Variant& v : chain.variants)
-        if (v.name != "unfused") diffs.emplace_back(v.name, max_abs_diff(run_outputs(chain, v), reference));
-      eq.emplace_back(chain.name, diffs);
-    }
-  });
+  // 1. Equivalence (the fused residual + RMSNorm is exercise 13.1).
+  std::vector<VariantDifference> eq;
+  const std::string missing = rt.skip_if_not_implemented([&] { eq = equivalence(); });
   if (!missing.empty()) {
     std::cout << "the fused residual + RMSNorm needs exercise 13.1 (" << missing << "); the chapter stops here.\n";
-    j.end_object();
-    write_training_summary(rt.world(), out + "/summary.json",
-                           {.chapter = "13_fused_kernels", .losses = {}, .flags_json = cli.values_json(),
-                            .chapter_json = j.str()});
+    summary.chapter_json = j.end_object().str();
+    write_training_summary(rt.world(), out + "/summary.json", summary);
     return 0;
   }
   std::printf("1. Every variant against the unfused one (N 37, C 45, F 53, V 101, P 1001): largest |Δ| of the outputs\n");
-  j.key("equivalence").begin_array();
-  for (const auto& [chain, diffs] : eq)
-    for (const auto& [variant, d] : diffs) {
-      std::printf("   %-28s %-9s %.2e\n", chain.c_str(), variant.c_str(), d);
-      j.begin_object().field("chain", chain).field("variant", variant).field("largest_abs_difference", d).end_object();
-    }
-  j.end_array();
-
-  // 2. The bandwidth table.
-  const std::vector<VariantTiming> rows = bench_chains(chain_ids(), sizes, reps);
-  std::int64_t largest = 0;
-  for (const VariantTiming& t : rows) largest = std::max(largest, t.bytes);
-  const double copy = copy_bandwidth_gb_per_s(std::min<std::int64_t>(largest, std::int64_t{256} << 20), reps);
-  std::printf("\n2. N %lld, C %lld, F %lld, V %lld, P %lld, fp32, one CPU core; copy bandwidth (y = s·x) %.1f GB/s\n",
-              static_cast<long long>(sizes.rows), static_cast<long long>(sizes.hidden),
-              static_cast<long long>(sizes.ffn), static_cast<long long>(sizes.vocab),
-              static_cast<long long>(sizes.params), copy);
-  print_table(rows, copy, j, "bandwidth");
-  // The bytes are exact; the times (and so GB/s and the share of the copy) are the machine's now.
-  const report::MachineLoad load = report::machine_load();
-  std::printf("   timed at %s\n", report::describe(load).c_str());
-  j.field("load_average", load.load1).field("cores", load.cores);
-  write_file_atomic(out + "/fused_bandwidth.csv", bandwidth_csv(rows, copy));
-
-  // 2b. The same chains on the GPU, where there is one: the CUDA kernels of kernels/fused.
-  if (gpu_chains_available()) {
-    const std::vector<VariantTiming> gpu_rows = bench_chains_gpu(chain_ids(), sizes, reps);
-    const double gpu_copy = gpu_copy_bandwidth_gb_per_s(std::min<std::int64_t>(largest, std::int64_t{1} << 30), reps);
-    const double launch_us = gpu_launch_overhead_us(1000);
-    std::printf("\n2b. The same sizes on the GPU (%s): device-to-device copy %.1f GB/s, an empty kernel's launch %.2f us\n",
-                gpu_device_name().c_str(), gpu_copy, launch_us);
-    j.field("gpu_copy_gb_per_s", gpu_copy).field("gpu_launch_overhead_us", launch_us);
-    print_table(gpu_rows, gpu_copy, j, "gpu_bandwidth");
-    write_file_atomic(out + "/fused_bandwidth_gpu.csv", bandwidth_csv(gpu_rows, gpu_copy));
-  } else {
-    std::printf("\n2b. No GPU visible: the CUDA kernels' table (kernels/fused) is not measured.\n");
-  }
-
-  // 3. Training with the fused norm.
-  const TrainingConfig& cfg = in.config;
-  const std::vector<double> plain = train_losses(cfg, *in.data, false), fused = train_losses(cfg, *in.data, true);
-  const double gap = max_loss_gap(fused, plain, true);
-  std::printf("\n3. %s trained %lld steps on %lld × %lld tokens, with the core's add + norm and with the fused kernel:\n",
-              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
-              static_cast<long long>(cfg.seq));
-  for (const auto& [name, losses] : {std::pair{"core", &plain}, std::pair{"fused", &fused}}) {
-    std::string text;
-    for (double x : *losses) text += std::to_string(x).substr(0, 8) + " ";
-    std::printf("   %-6s %s\n", name, text.c_str());
-  }
-  std::printf("   largest relative loss gap %.1e\n", gap);
-  j.field("training_max_relative_loss_gap", gap);
-  j.end_object();
-  write_training_summary(rt.world(), out + "/summary.json",
-                         {.chapter = "13_fused_kernels", .losses = fused, .flags_json = cli.values_json(),
-                          .chapter_json = j.str()});
+  const report::Table differences = equivalence_table(eq);
+  for (std::size_t r = 0; r < differences.rows(); ++r) differences.print_row(std::cout, r);
+  j.key("equivalence");
+  differences.write_json(j);
+  show_bandwidth(sizes, reps, out, j);
+  summary.losses = show_training(in.config, *in.data, j);
+  summary.chapter_json = j.end_object().str();
+  write_training_summary(rt.world(), out + "/summary.json", summary);
   std::printf("\nwrote %s/summary.json, fused_bandwidth.csv\n", out.c_str());
   return 0;
 }

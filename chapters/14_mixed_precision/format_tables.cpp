@@ -50,20 +50,6 @@ std::vector<FormatRow> format_rows() {
           enumerate<E5m2Format>(e5m2_info)};
 }
 
-std::string formats_csv(const std::vector<FormatRow>& rows) {
-  std::ostringstream s;
-  s << "name,exponent_bits,mantissa_bits,min_subnormal,min_normal,max_finite,epsilon,values_in_1_2\n";
-  for (const FormatRow& r : rows) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s,%d,%d,%.9g,%.9g,%.9g,%.9g,%lld\n", r.info.name, r.info.exponent_bits,
-                  r.info.mantissa_bits, static_cast<double>(r.info.min_subnormal),
-                  static_cast<double>(r.info.min_normal), static_cast<double>(r.info.max_finite),
-                  static_cast<double>(r.info.epsilon), static_cast<long long>(r.in_1_2));
-    s << buf;
-  }
-  return s.str();
-}
-
 std::string grid_csv() {
   std::ostringstream s;
   s << "format,value\n";

@@ -22,8 +22,6 @@ struct FormatRow {
 
 // f32, bf16, f16, e4m3, e5m2 in that order.
 std::vector<FormatRow> format_rows();
-// name,exponent_bits,mantissa_bits,min_subnormal,min_normal,max_finite,epsilon,values_in_1_2
-std::string formats_csv(const std::vector<FormatRow>& rows);
 // format,value: every representable value in [1, 2] of bf16, f16, e4m3 and e5m2 (f32's 2^23 + 1
 // would only draw a solid line).
 std::string grid_csv();

@@ -102,7 +102,8 @@ std::string format_cell(const Format& f, const Value& v, double scale) {
 }
 
 std::string csv_cell(const Column& c, const Value& v) {
-  if (!c.csv_format.empty()) return format_cell(parse_format(c.csv_format), v, 1);
+  if (!c.csv_format.empty() && !std::holds_alternative<std::string>(v))
+    return format_cell(parse_format(c.csv_format), v, 1);
   std::ostringstream ss;
   std::visit(
       [&](const auto& x) {

@@ -38,7 +38,9 @@ struct Column {
   bool csv = true;            // in write_csv
   bool json = true;           // in write_json
   double scale = 1;           // terminal only: numbers are multiplied by it (bytes -> MiB)
-  std::string csv_format = "";  // printf format in the CSV ("" = as std::ostream writes the value)
+  // printf format of a number in the CSV (""  = as std::ostream writes the value); a text cell (an
+  // empty field where a row has no value) is written as it is.
+  std::string csv_format = "";
   // Terminal only: the text shown through a %s format instead of the value (a mark, "-").
   std::function<std::string(const Value&)> text = nullptr;
   int header_width = -1;  // the header's width; -1: the cell's (conversion width + literal suffix)

@@ -4,32 +4,15 @@
 
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
+#include "common/report/row_gather.hpp"
 
 namespace usp {
 
 std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const std::vector<std::int64_t>& mine) {
-  // Tensors have no 64-bit integer type: each value travels as two i32 words (low, high).
-  const std::int64_t n = static_cast<std::int64_t>(mine.size());
-  Tensor in = Tensor::empty({2 * n}, DType::i32, MemCategory::Temporary);
-  // On a communicator of device memory (NCCL, host-staged) the words go through its device.
-  Tensor out = Tensor::empty({comm.size() * 2 * n}, DType::i32, MemCategory::Temporary, comm.device());
-  auto* w = in.data<std::int32_t>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto u = static_cast<std::uint64_t>(mine[static_cast<std::size_t>(i)]);
-    w[2 * i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(u));
-    w[2 * i + 1] = static_cast<std::int32_t>(static_cast<std::uint32_t>(u >> 32));
-  }
-  comm.all_gather(on_device(in, comm.device()), out);
-  const Tensor got = on_device(out, Device::cpu());
-  std::vector<std::vector<std::int64_t>> all(static_cast<std::size_t>(comm.size()));
-  const auto* r = got.data<std::int32_t>();
-  for (int k = 0; k < comm.size(); ++k) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t at = 2 * (k * n + i);
-      const std::uint64_t lo = static_cast<std::uint32_t>(r[at]), hi = static_cast<std::uint32_t>(r[at + 1]);
-      all[static_cast<std::size_t>(k)].push_back(static_cast<std::int64_t>(lo | (hi << 32)));
-    }
-  }
+  const std::size_t bytes = mine.size() * sizeof(std::int64_t);
+  const std::vector<std::byte> got = report::gather_bytes(comm, mine.data(), bytes);
+  std::vector<std::vector<std::int64_t>> all(static_cast<std::size_t>(comm.size()), std::vector<std::int64_t>(mine.size()));
+  for (std::size_t r = 0; bytes > 0 && r < all.size(); ++r) std::memcpy(all[r].data(), got.data() + r * bytes, bytes);
   return all;
 }
 

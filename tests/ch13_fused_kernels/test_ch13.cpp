@@ -14,6 +14,7 @@
 #include "chapters/13_fused_kernels/bandwidth_bench.hpp"
 #include "chapters/13_fused_kernels/chains.hpp"
 #include "chapters/13_fused_kernels/fused_model_norm.hpp"
+#include "chapters/13_fused_kernels/fused_report.hpp"
 #include "chapters/13_fused_kernels/fused_residual_norm.hpp"
 #include "common/data/dataset.hpp"
 #include "common/error.hpp"
@@ -188,7 +189,7 @@ TEST_CASE("the bandwidth bench times every variant and writes one CSV row each",
     CHECK(t.ms > 0);
     CHECK(t.bytes == make_chain(t.chain_id, z).variant(t.variant).bytes());
   }
-  const std::string csv = bandwidth_csv(rows, 10.0);
+  const std::string csv = bandwidth_table(rows, 10.0).csv();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 15);
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/report/median.hpp"
 #include "common/report/table.hpp"
 
 using usp::report::Column;
@@ -85,4 +86,18 @@ TEST_CASE("report table: wrong rows and formats are errors, not garbled text", "
   Table lists(Columns{{.key = "l", .header = "l"}});
   lists.add({std::vector<double>{1.0}});
   CHECK_THROWS_AS(lists.csv(), usp::Error);  // a list has no CSV form
+}
+
+TEST_CASE("report table: a text cell under a CSV number format is written as it is", "[report]") {
+  Table t({{.key = "model"}, {.key = "mfu", .csv_format = "%.3f"}});
+  t.add({"8b", 0.41234});
+  t.add({"80b", std::string()});  // nothing fits: an empty field
+  CHECK(t.csv() == "model,mfu\n8b,0.412\n80b,\n");
+}
+
+TEST_CASE("report median: the middle value, the mean of the two middle ones for an even count", "[report]") {
+  CHECK(usp::report::median({3.0}) == 3.0);
+  CHECK(usp::report::median({5.0, 1.0, 3.0}) == 3.0);
+  CHECK(usp::report::median({4.0, 1.0, 3.0, 2.0}) == 2.5);  // not the upper median, 3
+  CHECK_THROWS_AS(usp::report::median({}), usp::Error);
 }
