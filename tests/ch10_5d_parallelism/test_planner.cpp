@@ -218,7 +218,11 @@ TEST_CASE("cluster files and bad requests", "[plan]") {
 TEST_CASE("ties: the layouts within the step model's own error of the best are counted, not ranked", "[plan]") {
   auto with_mfu = [](std::vector<double> m) {
     std::vector<PlannedLayout> v;
-    for (double x : m) v.push_back(PlannedLayout{.mfu = x});
+    for (double x : m) {
+      PlannedLayout p;
+      p.mfu = x;
+      v.push_back(p);
+    }
     return v;
   };
   CHECK(tied_with_best({}) == 0);
