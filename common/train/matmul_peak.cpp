@@ -1,8 +1,6 @@
 #include "common/train/matmul_peak.hpp"
 
-#include <algorithm>
-#include <chrono>
-
+#include "common/device_timer.hpp"
 #include "common/ops/ops.hpp"
 #include "common/tensor.hpp"
 
@@ -15,16 +13,9 @@ double matmul_peak_flops(Device device) {
   Tensor y = Tensor::empty({n, n}, dt, MemCategory::Temporary, device);
   x.fill(0.5f);
   w.fill(0.25f);
-  double best = 1e300;
-  for (int run = 0; run < 6; ++run) {
-    synchronize(device);
-    const auto t0 = std::chrono::steady_clock::now();
-    ops::matmul_forward(x, w, y);
-    synchronize(device);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (run > 0) best = std::min(best, s);  // run 0 warms up
-  }
-  return 2.0 * n * n * n / best;
+  ops::matmul_forward(x, w, y);  // warm-up (cuBLAS's first call picks its kernel)
+  const double ms = median_ms([&] { ops::matmul_forward(x, w, y); }, 5, device);
+  return 2.0 * n * n * n / (ms * 1e-3);
 }
 
 }  // namespace usp
