@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <iostream>
+#include <set>
+#include <tuple>
 
 namespace usp::ch10 {
 
@@ -11,8 +13,11 @@ std::vector<CampaignCell> run_campaign(const std::vector<std::string>& models, c
   for (const std::string& m : models)
     for (int n : nodes) {
       const std::vector<plan::PlannedLayout> all = plan::search_layouts({ModelConfig::builtin(m), n}, cluster);
-      CampaignCell c{m, n, all.size(), {}};
+      CampaignCell c{m, n, all.size(), {}, plan::tied_with_best(all), 0};
       if (!all.empty()) c.best = all.front();
+      std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> meshes;
+      for (std::size_t i = 0; i < c.tied; ++i) meshes.insert({all[i].layout.setup.tp, all[i].layout.setup.pp, all[i].layout.setup.cp});
+      c.tied_meshes = meshes.size();
       cells.push_back(c);
     }
   return cells;
@@ -48,12 +53,13 @@ report::Table campaign_table(const std::vector<CampaignCell>& cells) {
                    both("schedule", "sched", " %-5s"), {.key = "memory_bytes"}, number("step_seconds"),
                    number("tokens_per_second_per_gpu"),
                    {.key = "mfu", .header = "MFU", .format = " | %5.1f%%", .scale = 100, .csv_format = "%.9g"},
-                   {.key = "memory_gb", .header = "mem GB", .format = " %7.1f", .csv = false}},
+                   {.key = "memory_gb", .header = "mem GB", .format = " %7.1f", .csv = false},
+                   both("tied_with_best", "ties", " %5lld"), both("tied_meshes", "meshes", " %6lld")},
                   "   ");
   for (const CampaignCell& c : cells) {
     std::vector<report::Value> row = {c.model, std::int64_t{c.nodes}, static_cast<std::int64_t>(c.fitting)};
     if (c.fitting == 0) {
-      row.resize(17, std::string());  // no layout: empty fields
+      row.resize(19, std::string());  // no layout: empty fields
       t.add(std::move(row));
       continue;
     }
@@ -61,7 +67,8 @@ report::Table campaign_table(const std::vector<CampaignCell>& cells) {
     row.insert(row.end(), {s.dp, s.tp, s.pp, s.cp, std::int64_t{s.zero}, s.mbs, c.best.layout.gas,
                            std::string(recompute_name(s.recompute)), c.best.layout.schedule(), c.best.memory_bytes,
                            c.best.time.total(), c.best.tokens_per_second_per_gpu, c.best.mfu,
-                           static_cast<double>(c.best.memory_bytes) / 1e9});
+                           static_cast<double>(c.best.memory_bytes) / 1e9, static_cast<std::int64_t>(c.tied),
+                           static_cast<std::int64_t>(c.tied_meshes)});
     t.add(std::move(row));
   }
   return t;
@@ -99,6 +106,12 @@ void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster&
     else
       t.print_row(std::cout, i);
   }
+  std::size_t fit = 0, ties = 0, mesh_ties = 0;
+  for (const CampaignCell& c : cells) fit += c.fitting > 0, ties += c.tied > 1, mesh_ties += c.tied_meshes > 1;
+  std::printf("   ties: in %zu of the %zu cells where a layout fits, other layouts predict an MFU within %.0f%% of\n"
+              "   the best (the step model's own error), and in %zu of them with another mesh (tp, pp, cp): the\n"
+              "   model cannot rank them (the heatmap marks those cells ~)\n",
+              ties, fit, 100 * plan::kModelError, mesh_ties);
 }
 
 }  // namespace usp::ch10

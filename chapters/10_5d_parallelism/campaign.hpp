@@ -15,6 +15,12 @@ struct CampaignCell {
   int nodes = 0;
   std::size_t fitting = 0;   // layouts that fit in memory
   plan::PlannedLayout best;  // valid when fitting > 0
+  // plan::tied_with_best of the cell's layouts: how many predict an MFU within the step model's
+  // own error (kModelError) of the best, the best included. > 1: a tie the model cannot break.
+  std::size_t tied = 0;
+  // How many distinct meshes (tp, pp, cp; dp follows) those tied layouts have: 1 when they differ
+  // only in ZeRO, micro-batch, recomputation or schedule, so that the mesh itself is not in doubt.
+  std::size_t tied_meshes = 0;
 };
 
 // models × nodes, models outermost.
@@ -30,15 +36,17 @@ struct CalibrationPoint {
 std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster);
 
 // One row per cell. CSV (campaign.csv): model,nodes,fitting,dp,tp,pp,cp,zero,mbs,gas,recompute,
-// schedule,memory_bytes,step_seconds,tokens_per_second_per_gpu,mfu (empty layout fields where
-// nothing fits); terminal: the best layout, its MFU and memory.
+// schedule,memory_bytes,step_seconds,tokens_per_second_per_gpu,mfu,tied_with_best,tied_meshes
+// (empty layout fields where nothing fits); terminal: the best layout, its MFU and memory, the tie
+// counts.
 report::Table campaign_table(const std::vector<CampaignCell>& cells);
 // One row per point. CSV (calibration.csv): dp,mbs,gas,measured_mfu,predicted_mfu; terminal: the
 // two MFUs and the error in percent.
 report::Table calibration_table(const std::vector<CalibrationPoint>& points);
 
 // The tables the chapter prints (stdout) under their titles: measured vs predicted MFU per
-// calibration point, and the best layout of each campaign cell (searched in `seconds`).
+// calibration point, and the best layout of each campaign cell (searched in `seconds`), with how
+// many cells are ties.
 void print_calibration(const std::vector<CalibrationPoint>& cal);
 void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds);
 

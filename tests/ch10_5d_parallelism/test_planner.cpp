@@ -11,6 +11,7 @@
 
 #include "common/calc/memory_model.hpp"
 #include "common/error.hpp"
+#include "chapters/10_5d_parallelism/campaign.hpp"
 #include "chapters/10_5d_parallelism/planner.hpp"
 #include "chapters/10_5d_parallelism/planner_terms.hpp"
 
@@ -238,4 +239,12 @@ TEST_CASE("ties: the layouts within the step model's own error of the best are c
   REQUIRE(tied >= 2);
   for (std::size_t i = 0; i < all.size(); ++i)
     CHECK((i < tied) == (all[i].mfu >= (1 - kModelError) * all[0].mfu));
+  // The campaign's cells carry the same count (campaign.csv's tied_with_best, the heatmap's mark),
+  // and 0 where nothing fits.
+  const std::vector<ch10::CampaignCell> cells = ch10::run_campaign({"playbook-8.86b", "playbook-80b"}, {4, 1}, Cluster::playbook());
+  REQUIRE(cells.size() == 4);
+  CHECK(cells[0].tied == tied);
+  CHECK(cells[0].best.mfu == all[0].mfu);
+  CHECK(cells[3].fitting == 0);
+  CHECK(cells[3].tied == 0);
 }
