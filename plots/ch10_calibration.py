@@ -2,8 +2,10 @@
 """Chapter 10: the planner's step model against the playbook's measured DP scaling (its calibration).
 
 Reads <in>/calibration.csv (written by ch10_5d_parallelism: the 1.34B model's DP-scaling series,
-measured MFU and the MFU the step model predicts with its three fitted constants) and writes
-<out>/ch10_calibration.png: MFU against the number of GPUs, measured points and predicted line.
+measured MFU, the MFU the step model predicts with its fitted constants, and each point's
+leave-one-out prediction (the model fitted on the other points) before and after the latency and
+GEMM-memory terms) and writes <out>/ch10_calibration.png: MFU against the number of GPUs,
+measured points, the predicted line and the held-out predictions.
 The fall from 39% on one node to 15% on 32 nodes is the gradient all-reduce: it grows with the
 nodes the DP group spans while each GPU's compute per step shrinks.
 
@@ -13,7 +15,7 @@ import os
 
 from figure_io import parse_args, plt, read_csv, save  # noqa: E402
 
-NEEDED = ["dp", "mbs", "gas", "measured_mfu", "predicted_mfu"]
+NEEDED = ["dp", "mbs", "gas", "measured_mfu", "predicted_mfu", "loo_before_mfu", "loo_after_mfu"]
 
 
 def main():
@@ -23,6 +25,10 @@ def main():
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(dp, [100 * float(r["predicted_mfu"]) for r in rows], "-", color="tab:blue", label="step model")
     ax.plot(dp, [100 * float(r["measured_mfu"]) for r in rows], "o", color="black", label="measured (playbook)")
+    ax.plot(dp, [100 * float(r["loo_before_mfu"]) for r in rows], "x", color="tab:gray",
+            label="held out, fitted on the others: before the new terms")
+    ax.plot(dp, [100 * float(r["loo_after_mfu"]) for r in rows], "+", color="tab:red", markersize=9,
+            label="held out, fitted on the others: after")
     ax.set_xscale("log", base=2)
     ax.set_xticks(dp)
     ax.set_xticklabels([str(d) for d in dp])
@@ -30,7 +36,7 @@ def main():
     ax.set_ylabel("MFU (%)")
     ax.set_ylim(0, None)
     ax.set_title("1.34B model, DP scaling: the planner's calibration set", fontsize=10)
-    ax.legend()
+    ax.legend(fontsize=8)
     save(fig, args.out, "ch10_calibration.png")
 
 

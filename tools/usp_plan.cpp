@@ -95,12 +95,14 @@ int plan_main(int argc, char** argv) {
               req.model.str().c_str(), req.nodes, cluster.gpus_per_node, cluster.name.c_str(),
               static_cast<long long>(req.seq), static_cast<long long>(req.global_batch_tokens), all.size(),
               cluster.memory_bytes / 1e9);
-  std::printf("step model: compute at %.0f%% of %.1f TFLOPS, collectives at %.0f%% of the measured bus bandwidth,\n"
-              "%.0f%% of the last micro-batch's backward hiding the DP all-reduce (fitted on the playbook's DP series)\n\n",
-              100 * kComputeEfficiency, cluster.peak_flops / 1e12, 100 * kBandwidthEfficiency, 100 * kOverlap);
+  std::printf("step model: compute at %.0f%% of %.1f TFLOPS (and the GEMMs' HBM traffic at %.2f TB/s), collectives at\n"
+              "%.0f%% of the measured bus bandwidth and %.1f us per ring step, %.0f%% of the backward hiding the DP\n"
+              "collectives (fitted on the playbook's DP series; its leave-one-out error: up to %.0f%%)\n\n",
+              100 * kComputeEfficiency, cluster.peak_flops / 1e12, cluster.hbm_bytes_per_second / 1e12,
+              100 * kBandwidthEfficiency, 1e6 * kLatency, 100 * kOverlap, 100 * kModelError);
   if (tied > 1)
     std::printf("a tie: %zu layouts predict an MFU within %.0f%% of the best (%.1f%% to %.1f%%), the step model's\n"
-                "error on the very data it was fitted to; it cannot rank them (marked ~ below): measure them\n\n",
+                "error on a point it was not fitted to; it cannot rank them (marked ~ below): measure them\n\n",
                 tied, 100 * kModelError, 100 * all[tied - 1].mfu, 100 * all.front().mfu);
   std::printf("  %3s %3s %3s %3s %4s %4s %4s %-9s %-5s | %8s %7s %6s | %7s %7s %7s %7s %7s %7s\n", "dp", "tp", "pp",
               "cp", "zero", "mbs", "gas", "recompute", "sched", "mem GB", "tok/s", "MFU", "step s", "compute", "DP", "TP",

@@ -1,7 +1,12 @@
 #include "chapters/10_5d_parallelism/campaign.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+
+#include "chapters/10_5d_parallelism/calibration.hpp"
+#include "common/report/median.hpp"
 #include <set>
 #include <tuple>
 
@@ -24,21 +29,21 @@ std::vector<CampaignCell> run_campaign(const std::vector<std::string>& models, c
 }
 
 std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster) {
-  // The playbook's measurements: DP (GPUs), MBS, GAS, MFU; TP = PP = 1, ZeRO-0, s = 4096.
-  const CalibrationPoint measured[] = {{8, 2, 16, 0.392, 0},  {16, 1, 16, 0.367, 0}, {32, 1, 8, 0.345, 0},
-                                       {64, 1, 4, 0.304, 0},  {128, 2, 1, 0.258, 0}, {256, 1, 1, 0.153, 0}};
+  const std::vector<plan::MeasuredPoint>& series = plan::playbook_dp_series();
+  const std::vector<double> before = plan::leave_one_out(series, cluster, plan::ModelTerms::before);
+  const std::vector<double> after = plan::leave_one_out(series, cluster, plan::ModelTerms::after);
   std::vector<CalibrationPoint> out;
-  for (CalibrationPoint p : measured) {
-    plan::PlanLayout l;
-    l.setup.model = ModelConfig::builtin("playbook-1.34b");
-    l.setup.seq = 4096;
-    l.setup.dp = p.dp;
-    l.setup.mbs = p.mbs;
-    l.gas = p.gas;
-    p.predicted = plan::mfu(l, cluster);
-    out.push_back(p);
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const plan::MeasuredPoint& p = series[i];
+    out.push_back({p.dp, p.mbs, p.gas, p.mfu, plan::mfu(plan::dp_series_layout(p), cluster), before[i], after[i]});
   }
   return out;
+}
+
+LooError loo_error(const std::vector<CalibrationPoint>& points, bool after) {
+  std::vector<double> errors;
+  for (const CalibrationPoint& p : points) errors.push_back(std::fabs((after ? p.loo_after : p.loo_before) - p.measured) / p.measured);
+  return {report::median(errors), *std::max_element(errors.begin(), errors.end())};
 }
 
 report::Table campaign_table(const std::vector<CampaignCell>& cells) {
@@ -80,19 +85,26 @@ report::Table calibration_table(const std::vector<CalibrationPoint>& points) {
                    {.key = "gas", .header = "GAS", .format = " %4lld"},
                    {.key = "measured_mfu", .header = "measured", .format = "   %7.1f%%", .scale = 100, .csv_format = "%.9g"},
                    {.key = "predicted_mfu", .header = "predicted", .format = " %8.1f%%", .scale = 100, .csv_format = "%.9g"},
-                   {.key = "error", .header = "error", .format = " %+6.1f%%", .csv = false}},
+                   {.key = "error", .header = "error", .format = " %+6.1f%%", .csv = false},
+                   {.key = "loo_before_mfu", .csv_format = "%.9g"},
+                   {.key = "loo_after_mfu", .csv_format = "%.9g"}},
                   "   ");
   for (const CalibrationPoint& p : points)
-    t.add({p.dp, p.mbs, p.gas, p.measured, p.predicted, 100 * (p.predicted - p.measured) / p.measured});
+    t.add({p.dp, p.mbs, p.gas, p.measured, p.predicted, 100 * (p.predicted - p.measured) / p.measured, p.loo_before,
+           p.loo_after});
   return t;
 }
 
 void print_calibration(const std::vector<CalibrationPoint>& cal) {
   std::printf("\n2. Calibration: the playbook's DP scaling of the 1.34B model (TP = PP = 1, ZeRO-0, s = 4096, 1M\n"
               "   tokens per step) against the step model (compute at %.0f%% of peak, collectives at %.0f%% of the\n"
-              "   measured bus bandwidth, %.0f%% of the last backward hiding the all-reduce)\n",
-              100 * plan::kComputeEfficiency, 100 * plan::kBandwidthEfficiency, 100 * plan::kOverlap);
+              "   measured bus bandwidth and %.1f us per ring step, %.0f%% of the backward hiding the all-reduce)\n",
+              100 * plan::kComputeEfficiency, 100 * plan::kBandwidthEfficiency, 1e6 * plan::kLatency, 100 * plan::kOverlap);
   calibration_table(cal).print(std::cout);
+  const LooError before = loo_error(cal, false), after = loo_error(cal, true);
+  std::printf("   leave-one-out (fitted on the other %zu points, the held-out one predicted): |error| median %.1f%%,\n"
+              "   largest %.1f%%; before the latency and GEMM-memory terms: median %.1f%%, largest %.1f%%\n",
+              cal.size() - 1, 100 * after.median, 100 * after.largest, 100 * before.median, 100 * before.largest);
 }
 
 void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds) {

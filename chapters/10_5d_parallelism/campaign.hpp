@@ -27,11 +27,13 @@ struct CampaignCell {
 std::vector<CampaignCell> run_campaign(const std::vector<std::string>& models, const std::vector<int>& nodes,
                                        const plan::Cluster& cluster);
 
-// The playbook's DP-scaling series of the 1.34B model (the planner's calibration set): measured
-// and predicted MFU per point.
+// The playbook's DP-scaling series of the 1.34B model (the planner's calibration set,
+// plan::playbook_dp_series): measured MFU, the shipped model's prediction, and the leave-one-out
+// predictions (the model fitted on the other points) without and with the latency and
+// GEMM-memory terms (calibration.hpp).
 struct CalibrationPoint {
   std::int64_t dp = 0, mbs = 0, gas = 0;
-  double measured = 0, predicted = 0;
+  double measured = 0, predicted = 0, loo_before = 0, loo_after = 0;
 };
 std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster);
 
@@ -40,12 +42,18 @@ std::vector<CalibrationPoint> calibration_series(const plan::Cluster& cluster);
 // (empty layout fields where nothing fits); terminal: the best layout, its MFU and memory, the tie
 // counts.
 report::Table campaign_table(const std::vector<CampaignCell>& cells);
-// One row per point. CSV (calibration.csv): dp,mbs,gas,measured_mfu,predicted_mfu; terminal: the
-// two MFUs and the error in percent.
+// One row per point. CSV (calibration.csv): dp,mbs,gas,measured_mfu,predicted_mfu,loo_before_mfu,
+// loo_after_mfu; terminal: the measured and predicted MFUs and the error in percent.
 report::Table calibration_table(const std::vector<CalibrationPoint>& points);
 
+// The leave-one-out errors, |predicted - measured| / measured per point: median and largest.
+struct LooError {
+  double median = 0, largest = 0;
+};
+LooError loo_error(const std::vector<CalibrationPoint>& points, bool after);
+
 // The tables the chapter prints (stdout) under their titles: measured vs predicted MFU per
-// calibration point, and the best layout of each campaign cell (searched in `seconds`), with how
+// calibration point and the leave-one-out error before and after the new terms, and the best layout of each campaign cell (searched in `seconds`), with how
 // many cells are ties.
 void print_calibration(const std::vector<CalibrationPoint>& cal);
 void print_campaign(const std::vector<CampaignCell>& cells, const plan::Cluster& cluster, double seconds);

@@ -37,6 +37,7 @@ Cluster Cluster::from_file(const std::string& path) {
     c.gpus_per_node = count(j.at("gpus_per_node"), "gpus_per_node", kMaxGpusPerNode);
     c.peak_flops = positive(j.at("peak_tflops"), "peak_tflops", kMaxTflops) * 1e12;
     c.memory_bytes = positive(j.at("memory_gb"), "memory_gb", kMaxMemoryGb) * 1e9;
+    c.hbm_bytes_per_second = j.contains("hbm_tbps") ? positive(j.at("hbm_tbps"), "hbm_tbps", kMaxHbmTbps) * 1e12 : 0.0;
     if (j.contains("tp_within_node")) c.tp_within_node = j.at("tp_within_node").get<bool>();
     const JsonValue& bw = j.at("bus_bandwidth_gbps");
     c.nodes.clear();

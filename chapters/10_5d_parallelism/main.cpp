@@ -169,6 +169,11 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   j.begin_object().key("layouts");
   layouts_table(runs).write_json(j);
   j.field("cluster", cluster.name);
+  if (!cal.empty()) {  // the step model's leave-one-out error on its calibration series, without and with the new terms
+    const LooError before = loo_error(cal, false), after = loo_error(cal, true);
+    j.field("loo_error_median_before", before.median).field("loo_error_largest_before", before.largest);
+    j.field("loo_error_median_after", after.median).field("loo_error_largest_after", after.largest);
+  }
   j.field("search_seconds", seconds).field("cells", cells.size()).end_object();
   const Layout5d& l = runs.front().layout;
   write_training_summary(rt.world(), out + "/summary.json",

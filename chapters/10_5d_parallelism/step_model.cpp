@@ -8,6 +8,7 @@
 
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
 #include "chapters/10_5d_parallelism/planner_terms.hpp"
+#include "chapters/10_5d_parallelism/step_terms.hpp"
 #include "common/calc/flops_model.hpp"
 
 namespace usp::plan {
@@ -31,7 +32,7 @@ double model_flops(const PlanLayout& l) {
   return (6.0 * static_cast<double>(c.active_parameters()) + 12.0 * lhs) * tokens(l);
 }
 
-StepTime step_time(const PlanLayout& l, const Cluster& cl) {
+StepTime step_time(const PlanLayout& l, const Cluster& cl, const StepFit& fit) {
   const calc::TrainingSetup& s = l.setup;
   const ModelConfig& c = s.model;
   const double gpus = static_cast<double>(l.world());
@@ -42,13 +43,14 @@ StepTime step_time(const PlanLayout& l, const Cluster& cl) {
   double per_token = 6 * n + 12 * lhs;
   if (s.recompute == Recompute::full) per_token += 2 * n + 4 * lhs;
   if (s.recompute == Recompute::selective) per_token += 2 * lhs;
-  t.compute = per_token * tokens(l) / gpus / (cl.peak_flops * kComputeEfficiency);
+  t.compute = per_token * tokens(l) / gpus / (cl.peak_flops * fit.compute_efficiency) + gemm_memory_seconds(l, cl);
   // DP: the gradients of what a rank holds over the dp·cp ranks holding it. ZeRO-0/1: one
   // all-reduce per step (ZeRO-1's reduce-scatter + all-gather move the same), partly hidden by
   // the last micro-batch's backward. ZeRO-2 keeps only its gradient shard, so it reduce-scatters
   // after every micro-batch and all-gathers the parameters once; ZeRO-3 also all-gathers the
   // parameters in every micro-batch's forward and backward. Those per-micro-batch collectives
-  // hide behind every backward in the same proportion.
+  // hide behind every backward in the same proportion. Every ring step also waits α
+  // (dp_latency_seconds: per bucket, or per layer under ZeRO-3).
   const std::int64_t replicas = s.dp * s.cp;
   if (replicas > 1) {
     const double n_r = static_cast<double>(replicas);
@@ -57,13 +59,14 @@ StepTime step_time(const PlanLayout& l, const Cluster& cl) {
     const int span = nodes_spanned(replicas, s.tp, cl.gpus_per_node);
     const double gas = static_cast<double>(l.gas);
     auto seconds = [&](const std::vector<double>& table, double bytes) {
-      return bytes / (cl.bus(table, span) * kBandwidthEfficiency);
+      return bytes / (cl.bus(table, span) * fit.bandwidth_efficiency);
     };
     double comm = 0, backward = t.compute * 2.0 / 3.0 / gas;  // the backward that can hide it
     if (s.zero <= 1) comm = seconds(cl.all_reduce, 2 * share);
     if (s.zero == 2) comm = gas * seconds(cl.reduce_scatter, share) + seconds(cl.all_gather, share), backward *= gas;
     if (s.zero == 3) comm = gas * (seconds(cl.reduce_scatter, share) + 2 * seconds(cl.all_gather, share)), backward *= gas;
-    t.dp = std::max(0.0, comm - kOverlap * backward);
+    comm += dp_latency_seconds(l, fit);
+    t.dp = std::max(0.0, comm - fit.overlap * backward);
   }
   // TP: 4 all-reduces of the [mbs·s, h] activations per layer and micro-batch, not hidden
   // (exercise 10.1, planner_terms.hpp).
@@ -74,16 +77,11 @@ StepTime step_time(const PlanLayout& l, const Cluster& cl) {
     const double per_micro_batch = 3.0 * static_cast<double>(s.cp - 1) * kv * static_cast<double>(c.layers) /
                                    static_cast<double>(s.pp);
     const int span = nodes_spanned(s.cp, s.tp, cl.gpus_per_node);
-    t.cp = static_cast<double>(l.gas) * per_micro_batch / (cl.bus(cl.all_gather, span) * kBandwidthEfficiency);
+    t.cp = static_cast<double>(l.gas) * per_micro_batch / (cl.bus(cl.all_gather, span) * fit.bandwidth_efficiency);
   }
-  // PP: the schedule's bubble and the boundary crossings (point to point at the all-gather's
-  // bandwidth; a rank's tokens only under CP).
-  if (s.pp > 1) {
-    t.pp_bubble = t.compute * bubble_ratio(l.kind, static_cast<int>(s.pp), static_cast<int>(l.gas));
-    const double act = static_cast<double>(s.mbs * (s.seq / s.cp) * c.hidden) * kBytes;
-    const int span = nodes_spanned(2, s.dp * s.tp * s.cp, cl.gpus_per_node);
-    t.pp_p2p = 2.0 * static_cast<double>(l.gas) * act / (cl.bus(cl.all_gather, span) * kBandwidthEfficiency);
-  }
+  // PP: the schedule's bubble and the boundary crossings (step_terms.hpp (2)).
+  if (s.pp > 1) t.pp_bubble = t.compute * bubble_ratio(l.kind, static_cast<int>(s.pp), static_cast<int>(l.gas));
+  t.pp_p2p = pp_p2p_seconds(l, cl, fit);
   return t;
 }
 
@@ -95,8 +93,8 @@ double bubble_ratio(ch08::ScheduleKind kind, int p, int m) {
   return known[key] = sim.bubble();
 }
 
-double mfu(const PlanLayout& l, const Cluster& cl) {
-  return model_flops(l) / (step_time(l, cl).total() * static_cast<double>(l.world()) * cl.peak_flops);
+double mfu(const PlanLayout& l, const Cluster& cl, const StepFit& fit) {
+  return model_flops(l) / (step_time(l, cl, fit).total() * static_cast<double>(l.world()) * cl.peak_flops);
 }
 
 }  // namespace usp::plan
