@@ -3,6 +3,7 @@
 //
 //   usp_plan --model M --nodes N [--gpus-per-node 8] [--seq 4096] [--global-batch-tokens 1048576]
 //            [--cluster FILE] [--tp T] [--pp P] [--top K] [--json]
+//   (cluster files: chapters/10_5d_parallelism/clusters/, the playbook's H100 nodes and ORNL Frontier)
 //
 // Every layout dp · tp · pp · cp of the cluster's GPUs with ZeRO 0-3, micro-batch 1-8, each
 // recomputation mode and (with pp > 1) 1F1B or ZB-H1 is kept if its most loaded rank fits in a GPU
@@ -38,7 +39,9 @@ int plan_main(int argc, char** argv) {
   cli.add_int("gpus-per-node", 0, "GPUs per node (default: the cluster's)", 0, 1024);
   cli.add_int("seq", 4096, "sequence length", 1, 1 << 24);
   cli.add_int("global-batch-tokens", 1 << 20, "tokens per optimizer step", 1, std::int64_t{1} << 40);
-  cli.add_string("cluster", "", "a JSON file describing another cluster (see chapters/10_5d_parallelism/cluster.hpp)");
+  cli.add_string("cluster", "",
+                 "a JSON file describing the cluster (shipped: chapters/10_5d_parallelism/clusters/playbook_h100.json,\n"
+                 "frontier_mi250x.json; the format: chapters/10_5d_parallelism/cluster.hpp)");
   cli.add_int("tp", 0, "only layouts with this tensor-parallel size (0: search)", 0, 1 << 16);
   cli.add_int("pp", 0, "only layouts with this many pipeline stages (0: search)", 0, 1 << 16);
   cli.add_int("top", 5, "how many layouts to show", 1, 1000);

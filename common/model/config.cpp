@@ -109,6 +109,17 @@ std::vector<ModelConfig> builtins() {
       shape("playbook-3.57b", 28, 3072, 24, 24, 8192, 128256, true, 500000.0, 131072),
       shape("playbook-8.86b", 32, 4096, 32, 32, 14336, 128256, false, 500000.0, 131072),
       shape("playbook-80b", 80, 8192, 64, 64, 28672, 128256, false, 500000.0, 131072),
+      // GPT-style models of the sizes the ORNL Frontier study trained (Dash et al. 2023, "Optimizing
+      // Distributed Training on Frontier for Large Language Models": 22B, 175B, 1T). The study's
+      // exact shapes were not in the sources we could reach, so these are assumptions: GPT-3's
+      // 175B shape (96 layers, h 12288, 96 heads), the 1T shape of Megatron-LM's scaling table
+      // (128 layers, h 25600, 160 heads), and 48 layers of h 6144 for 22B (12·L·h² ≈ 22B); GPT-2's
+      // vocabulary padded to 50304, tied embeddings, 2048 positions. GPT's 2-matrix MLP of width 4h
+      // is written as this course's SwiGLU with f = 8h/3 (the same parameters and FLOPs; 68264 for
+      // the 1T, a multiple of 8 near 68267).
+      shape("frontier-22b", 48, 6144, 48, 48, 16384, 50304, true, 10000.0, 2048),
+      shape("frontier-175b", 96, 12288, 96, 96, 32768, 50304, true, 10000.0, 2048),
+      shape("frontier-1t", 128, 25600, 160, 160, 68264, 50304, true, 10000.0, 2048),
       // The course's CPU-sized models, byte-level vocabulary.
       shape("usp-tiny", 2, 64, 4, 2, 192, 256, false, 10000.0, 4096),
       shape("usp-small", 4, 256, 8, 4, 768, 256, false, 10000.0, 4096),

@@ -278,6 +278,11 @@ TEST_CASE("cluster files and bad requests", "[plan]") {
   for (const PlannedLayout& p : search_layouts(PlanRequest{ModelConfig::builtin("playbook-1.34b"), 2}, c))
     CHECK(static_cast<double>(p.memory_bytes) <= 64e9);
   CHECK(c.hbm_bytes_per_second == 0.0);  // not given: the GEMM-memory term is left out
+  // The Frontier study's sizes as built-in GPT-style shapes (config.cpp): v·h + L·(4h² + 3hf + 2h) + h,
+  // tied, v = 50304; 22.05B, 174.6B and 1.008T parameters.
+  CHECK(ModelConfig::builtin("frontier-22b").num_parameters() == 22'052'935'680);
+  CHECK(ModelConfig::builtin("frontier-175b").num_parameters() == 174'566'682'624);
+  CHECK(ModelConfig::builtin("frontier-1t").num_parameters() == 1'007'901'107'200);
   std::ofstream(file) << R"({"gpus_per_node": 8, "peak_tflops": 191.5})";
   CHECK_THROWS_AS(Cluster::from_file(file), UsageError);
   std::ofstream(file) << R"({"gpus_per_node": 8, "peak_tflops": 191.5, "memory_gb": 64, "hbm_tbps": -1.6,
