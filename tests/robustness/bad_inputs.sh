@@ -61,6 +61,7 @@ cluster "$FIX/negative_bandwidth.json" 8 80 "[1, 2]" "[436, -100]"
 cluster "$FIX/huge_gpus.json" 4294967304 80 "[1, 2]" "[436, 100]"
 cluster "$FIX/huge_memory.json" 8 1e308 "[1, 2]" "[436, 100]"
 cluster "$FIX/unsorted_nodes.json" 8 80 "[2, 1]" "[436, 100]"
+cluster "$FIX/negative_hbm.json" 8 '80, "hbm_tbps": -3.35' "[1, 2]" "[436, 100]"  # memory_gb, then the HBM bandwidth
 touch "$FIX/a_save_file"
 # A one-layer checkpoint (hidden 2, vocab 2) whose q_proj holds a NaN: every weight 0.5, one NaN.
 nan_weight_checkpoint() {
