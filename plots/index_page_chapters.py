@@ -231,10 +231,10 @@ CHAPTERS = {
                 "The playbook's 8B model, memory per GPU under each parallelism (calculator)."),
             fig("ch10_calibration.png",
                 "The planner's step model against the playbook's measured DP scaling of the 1.34B model "
-                "(its calibration)."),
+                "(its calibration), with each point's leave-one-out prediction."),
             fig("ch10_best_config.png",
                 "The best configuration per model and node count — regenerates the playbook's best-configuration "
-                "heatmap (Finding the best training configuration), from our planner."),
+                "heatmap (Finding the best training configuration), from our planner; outlined: ties between meshes."),
         ],
         "numbers": [
             num("layouts trained", "results.layouts[*].layout", agg="count"),
@@ -243,6 +243,9 @@ CHAPTERS = {
             num("every layout's memory as predicted", "results.layouts[*].memory_as_predicted", agg="all"),
             num("planner cells searched ({results.cluster})", "results.cells", unit="count"),
             num("planner search time", "results.search_seconds", unit="seconds"),
+            num("step model's leave-one-out error on its calibration series, largest",
+                "results.loo_error_largest_after", "results.loo_error_largest_before",
+                "before the latency and GEMM-memory terms", "percent"),
         ],
     },
     "11": {
