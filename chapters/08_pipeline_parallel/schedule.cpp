@@ -1,5 +1,6 @@
-// The schedule's data: names, the stage layout, the parameters each schedule accepts, and the
-// communication a compute order implies (see schedule.hpp).
+// The schedule's data: names, the stage layout and the parameters each schedule accepts (see
+// schedule.hpp). The communication a compute order implies is exercise 08.1
+// (solutions/08_pipeline_parallel/communication.cpp).
 #include "chapters/08_pipeline_parallel/schedule.hpp"
 
 #include <cstddef>
@@ -96,34 +97,6 @@ int peer_rank(const StageLayout& layout, int rank, const Op& op) {
     default:
       throw Error(std::string("peer_rank: ") + op_kind_name(op.kind) + " is not a communication op");
   }
-}
-
-std::vector<std::vector<Op>> with_communication(const StageLayout& layout,
-                                                const std::vector<std::vector<Op>>& compute) {
-  const int last = layout.num_stages() - 1;
-  std::vector<std::vector<Op>> out(compute.size());
-  for (std::size_t r = 0; r < compute.size(); ++r) {
-    const int rank = static_cast<int>(r);
-    for (const Op& op : compute[r]) {
-      if (!is_compute(op.kind))
-        throw Error("rank " + std::to_string(r) + "'s compute list holds " + op_kind_name(op.kind) +
-                    ": communication is added here, not by the schedule's order");
-      if (op.chunk < 0 || op.chunk >= layout.v)
-        throw Error("rank " + std::to_string(r) + "'s compute list names chunk " + std::to_string(op.chunk) +
-                    " of v = " + std::to_string(layout.v));
-      const int s = layout.stage_of(rank, op.chunk);
-      // Whether the neighbouring stage lives on another rank (then a message crosses).
-      const bool remote_prev = s > 0 && layout.rank_of(s - 1) != rank;
-      const bool remote_next = s < last && layout.rank_of(s + 1) != rank;
-      const bool backward = op.kind == OpKind::B || op.kind == OpKind::BW;
-      if (op.kind == OpKind::F && remote_prev) out[r].push_back({OpKind::recv_act, op.mb, op.chunk});
-      if (backward && remote_next) out[r].push_back({OpKind::recv_grad, op.mb, op.chunk});
-      out[r].push_back(op);
-      if (op.kind == OpKind::F && remote_next) out[r].push_back({OpKind::send_act, op.mb, op.chunk});
-      if (backward && remote_prev) out[r].push_back({OpKind::send_grad, op.mb, op.chunk});
-    }
-  }
-  return out;
 }
 
 Schedule make_schedule(ScheduleKind kind, int p, int m, int v) {

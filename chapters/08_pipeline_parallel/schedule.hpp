@@ -112,9 +112,23 @@ int chunks_of(ScheduleKind kind, int v);
 //   (the V) and needs m >= 2p (its steady phase pairs micro-batches from both arms of the V).
 Schedule make_schedule(ScheduleKind kind, int p, int m, int v = 1);
 
-// Each rank's compute list (F, B, W, BW in order), plus the sends and receives it implies: a
-// receive right before the compute op that needs it, a send right after the op that produced
-// it. With buffered sends this adds no wait that the compute order does not already imply.
+// Exercise 08.1 (solutions/08_pipeline_parallel/communication.cpp): the lists the executor runs,
+// from each rank's compute order.
+// Input: compute [any number of ranks, list r being rank r's], each list holding only F, B, W and
+//   BW ops in the order that rank computes them; `layout` says which stage each (rank, chunk) is.
+// Output: for every rank, its compute ops in the same order, with the messages the semantics
+//   above require of them inserted, and nothing else:
+//   - exactly the messages that exist: one per tensor crossing a boundary between stages held by
+//     different ranks, in each direction the tensor travels; none where the neighbouring stage is
+//     on the same rank (a local hand-over), none before stage 0 or after the last stage;
+//   - each receive as late as it can be: immediately before the first compute op that needs its
+//     tensor; each send as early as it can be: immediately after the op that produced its tensor.
+//     With buffered sends the lists then wait for nothing the compute order does not already
+//     make them wait for, and validate_schedule accepts them whenever the compute order is one an
+//     executor could run.
+// Errors (usp::Error, thrown before anything is returned, the message exactly):
+//   "rank <r>'s compute list holds <kind>: communication is added here, not by the schedule's order"
+//   "rank <r>'s compute list names chunk <c> of v = <v>"                     (c outside 0..v-1)
 std::vector<std::vector<Op>> with_communication(const StageLayout& layout,
                                                 const std::vector<std::vector<Op>>& compute);
 

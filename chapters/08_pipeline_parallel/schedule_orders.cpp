@@ -1,5 +1,5 @@
-// The chapter's own schedules: AFAB and interleaved 1F1B (1F1B and ZB-H1 are the exercises,
-// solutions/08_pipeline_parallel/). See schedule_orders.hpp for each order's rule.
+// The chapter's own schedules: AFAB and interleaved 1F1B (1F1B, ZB-H1 and ZB-H2 are the
+// exercises, solutions/08_pipeline_parallel/). See schedule_orders.hpp for each order's rule.
 #include "chapters/08_pipeline_parallel/schedule_orders.hpp"
 
 #include <algorithm>

@@ -25,19 +25,22 @@ using RankOps = std::vector<std::vector<Op>>;  // [p] ordered lists, one per ran
 // Any p, m >= 1.
 RankOps afab(int p, int m);
 
-// Exercise 08.1: one forward, one backward (PipeDream-Flush, Megatron-LM's default).
-// Returns [p] lists of F(j, 0) and BW(j, 0) ops (chunk 0: one chunk per rank, rank r holds
-// stage r), with the semantics of schedule.hpp (an op waits for its input from the neighbouring
-// stage). What the lists must satisfy:
-//   - every micro-batch 0 .. m-1 gets exactly one F and one BW on every rank, each rank's F's
-//     and BW's in micro-batch order;
-//   - the shape: a warm-up of forwards, then a steady phase that alternates one forward and one
-//     backward (the oldest micro-batch whose forward has run), then the backwards left;
-//   - memory: rank r never holds more than p - r micro-batches' activations (F run, BW not yet);
-//   - time: the pipeline idles no more than AFAB's (p-1)(t_F + t_BW) per rank, whatever the
-//     ratio t_BW / t_F (validate_schedule and simulate in schedule.hpp measure both).
-// The warm-up's length on each rank follows from the last two: that is the exercise. Any p,
-// m >= 1 (m < p: every micro-batch fits in the warm-up).
+// Exercise 08.1 (with with_communication, schedule.hpp): one forward, one backward
+// (PipeDream-Flush, Megatron-LM's default). Returns [p] lists of F(j, 0) and BW(j, 0) ops (one
+// chunk per rank: rank r holds stage r), to be run under the semantics of schedule.hpp. What 1F1B
+// promises, and the tests check:
+//   - valid: validate_schedule accepts the lists once with_communication has added the messages;
+//   - complete and in order: every micro-batch 0 .. m-1 gets exactly one F and one BW on every
+//     rank, each rank's F's in micro-batch order and its BW's in micro-batch order;
+//   - memory: rank r never holds more than min(p - r, m) micro-batches' activations (F run, BW
+//     not yet), the first stage the most: p micro-batches, however large m;
+//   - time: with t_F and t_BW the same on every stage, the step is no longer than AFAB's,
+//     (m + p - 1)(t_F + t_BW), whatever the ratio t_BW / t_F (simulate measures it);
+//   - eager: no rank postpones a forward that the memory bound lets it run; a backward runs only
+//     when the bound (or the end of the micro-batches) leaves no forward to run.
+// Nothing else is given: how many forwards a rank runs before its first backward, and why p - r
+// micro-batches are enough for it never to wait in the steady state, follow from the semantics.
+// Any p, m >= 1.
 RankOps one_f_one_b(int p, int m);
 
 // Interleaved 1F1B (Megatron-LM): v chunks per rank, looped layout (chunk c of rank r is stage
@@ -48,30 +51,31 @@ RankOps one_f_one_b(int p, int m);
 // forward / backward, then runs the backwards left. The bubble shrinks v-fold: (p-1)/(v·m).
 RankOps interleaved_1f1b(int p, int m, int v);
 
-// Exercise 08.2: ZB-H1, the zero-bubble paper's memory-efficient schedule (Qi et al., "Zero
-// Bubble Pipeline Parallelism", 2023). Returns [p] lists of F(j, 0), B(j, 0) and W(j, 0): the
-// backward is split into B (input gradient: what the previous stage waits for) and W (weight
-// gradient: nobody waits for it). What the lists must satisfy:
-//   - every micro-batch gets exactly one F, B and W on every rank, W(j) after B(j), each kind
-//     in micro-batch order;
+// Exercise 08.2 (part 1): ZB-H1, the zero-bubble paper's memory-efficient schedule (Qi et al.,
+// "Zero Bubble Pipeline Parallelism", 2023). Returns [p] lists of F(j, 0), B(j, 0) and W(j, 0):
+// the backward split into B (the input gradient: what the previous stage waits for) and W (the
+// weight gradient: nobody waits for it). What ZB-H1 promises, and the tests check:
+//   - valid (schedule.hpp's semantics, with_communication's messages); every micro-batch gets
+//     exactly one F, B and W on every rank, each kind in micro-batch order, W(j) after B(j);
 //   - F's and B's in 1F1B's order (exercise 08.1's, with B in BW's place);
-//   - each W runs as soon as it may without costing time: right after a B, except that rank r
-//     defers as many W's as fill its share of the cool-down, and runs those after its last B;
-//   - with m >= p and t_W <= t_B every rank idles (p-1)(t_F + t_B - t_W) (a third of 1F1B's when
-//     t_F = t_B = t_W), while holding at most p micro-batches' activations (F to W).
-// How many W's rank r defers, and which B each W follows, is the exercise. Any p, m >= 1.
-// Why: a B no longer waits for the W's of the stages after it, so the backward reaches rank 0
-// sooner, and the W's that rank r postponed fill its cool-down bubble.
+//   - each W runs right after some B, or after the rank's last B;
+//   - time: with m >= p and t_W <= t_B (the same on every stage) every rank idles exactly
+//     (p-1)(t_F + t_B - t_W) — a third of 1F1B's bubble when t_F = t_B = t_W;
+//   - memory: every rank holds at most p micro-batches' activations (F run, W not yet);
+//   - eager: each W as early as the time bound allows (a W run early frees its activations).
+// Which B each W follows on rank r, and why that is the fewest W's to put off, is the exercise.
+// Any p, m >= 1.
 RankOps zb_h1(int p, int m);
 
-// ZB-H2, the zero-bubble paper's zero-bubble schedule (Qi et al. 2023, section 2.2): more memory
-// for no idle time inside the step. The order a greedy rank builds when every operation takes
-// one time unit and messages arrive at once: whenever it is free, a rank runs
+// Exercise 08.2 (part 2): ZB-H2, the zero-bubble paper's zero-bubble schedule (Qi et al. 2023,
+// section 2.2): more memory for no idle time inside the step. The order a greedy rank builds when
+// every operation takes one time unit and messages arrive at once: whenever it is free, a rank runs
 //   the oldest micro-batch's B, if its output gradient is there (the previous rank waits for it);
 //   else the next F, if its input is there and fewer than 2p - 1 micro-batches are in flight
 //     (F done, W not yet: the paper's memory limit, twice 1F1B's first stage less one);
 //   else its oldest postponed W;
-// else it waits. With m >= p the result is a parallelogram: rank r starts r·t_F after rank 0, then never
+// else it waits. Each kind in micro-batch order, every micro-batch one F, B and W on every rank.
+// With m >= p the result is a parallelogram: rank r starts r·t_F after rank 0, then never
 // waits again, and the step lasts (p-1)·t_F + m(t_F + t_B + t_W), the least any schedule can
 // take (the last rank cannot start earlier and has that much work). Within one synchronous step
 // every rank idles (p-1)·t_F at the parallelogram's two corners — the paper overlaps those with

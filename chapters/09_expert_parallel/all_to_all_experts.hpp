@@ -43,7 +43,28 @@ class AllToAllExperts final : public ExpertParallel {
   // Exercise 09.1 (solutions/09_expert_parallel/dispatch.cpp).
   ExpertRoute route(const std::vector<std::int64_t>& counts) override;
   void to_experts(const ExpertRoute& route, const Tensor& rows, Tensor& received) override;
-  // Exercise 09.2 (solutions/09_expert_parallel/combine.cpp).
+  // Exercise 09.2 (solutions/09_expert_parallel/combine.cpp): the combine's return trip.
+  // Inputs, with ep = size(), L = local_experts():
+  //   route    what route() returned for the dispatch this answers: send_counts [ep] (rows this
+  //            rank sent to each rank), recv_counts [ep] (rows it received from each), and
+  //            recv_by_expert [ep·L] (rows from source s for local expert j at s·L + j).
+  //   results  [Σ recv_counts, C], laid out as to_experts delivered the rows (grouped by local
+  //            expert, then by source, then in the source's order): row i is the experts' answer
+  //            to received row i. Any dtype, on the group's device. Read only.
+  //   rows     [Σ send_counts, C], results' dtype and device: overwritten.
+  // Output, on every rank: rows laid out like the dispatch's input on this rank (grouped by
+  //   global expert, in the order this rank sent them): every result is back on the rank its row
+  //   came from, at the place it left from, bit for bit. Collective over the ep group; the bytes
+  //   this rank sends are exactly the results it holds for other ranks (what it received from
+  //   them), no more. The MoE layer's backward calls it too, with input gradients for results.
+  // Errors (usp::Error, thrown before anything is sent; the message exactly):
+  //   "from_experts: the route has <a> send counts, <b> receive counts and <c> blocks; the group
+  //    needs ep = <ep> and ep·L = <ep·L>"                                        (one line)
+  //   "from_experts: the route's blocks from rank <s> hold <x> rows, its receive count <y>"
+  //   "from_experts: results <shape> and rows <shape> are not [n, C] of one width C"
+  //   "from_experts: results has <n> rows, the route received <Σ recv_counts>"
+  //   "from_experts: rows has <n> rows, the route sent <Σ send_counts>"
+  //   "from_experts: results are <dtype>, rows <dtype>"                    (dtype_name: f32, bf16)
   void from_experts(const ExpertRoute& route, const Tensor& results, Tensor& rows) override;
 
  private:

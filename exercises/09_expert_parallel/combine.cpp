@@ -1,20 +1,16 @@
-// Exercise 09.2 — the combine's return trip (chapters/09_expert_parallel/all_to_all_experts.hpp).
-//
-// from_experts(route, results, rows): results [Σ recv, C] laid out as to_experts delivered its
-//   rows (grouped by local expert) -> rows [Σ send, C] laid out as the dispatch's input: every
-//   result back on the rank its row came from, at the place it left from. Undo the regrouping
-//   (block_offsets), then one all-to-all-v whose counts are the dispatch's, transposed. As in
-//   09.1: copies between row slices, buffers on the results' device.
-// The backward needs nothing more: the MoE layer sends its gradients through the same two moves.
+// Exercise 09.2 — the combine's return trip. The contract is in
+// chapters/09_expert_parallel/all_to_all_experts.hpp (AllToAllExperts::from_experts); the lesson
+// (chapters/09_expert_parallel/README.md, "Moving tokens to experts") gives the idea and the
+// questions. Useful: exercise 09.1's block_offsets, the Communicator's all_to_allv
+// (common/comm/communicator.hpp), Tensor::slice and copy_from. Replace the throw with your code.
+// Check it with: ./usp test 09.2 --exercises, then run it with ./usp run 09 --exercises
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"
 #include "common/error.hpp"
 
 namespace usp::ch09 {
 
-void AllToAllExperts::from_experts(const ExpertRoute& route, const Tensor& results, Tensor& rows) {
-  (void)route, (void)results, (void)rows;
-  throw NotImplemented("exercise 09.2: AllToAllExperts::from_experts (hint: what you received from rank s goes "
-                       "back to rank s: swap the send and receive counts of the dispatch)");
+void AllToAllExperts::from_experts(const ExpertRoute& /*route*/, const Tensor& /*results*/, Tensor& /*rows*/) {
+  throw NotImplemented("exercise 09.2: AllToAllExperts::from_experts (the combine's return trip)");
 }
 
 }  // namespace usp::ch09

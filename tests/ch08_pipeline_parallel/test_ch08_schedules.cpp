@@ -6,11 +6,15 @@
 // (p-1)(T_F + T_B - T_W) per rank, exactly: the durations are integers, so every simulated time
 // and sum is exact. Activations in flight: m for AFAB, p - r on rank r for 1F1B, p on every rank
 // for ZB-H1. 1F1B (exercise 08.1) and ZB-H1 (exercise 08.2) also against hand-worked orders;
-// with the stubs only their cases fail, naming the exercise.
+// with_communication (exercise 08.1 too) against hand-worked lists; ZB-H2 (exercise 08.2 too)
+// against its parallelogram. With the stubs the exercises' cases fail naming the exercise, and so
+// do the generated schedules' (every list gets its messages from exercise 08.1).
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chapters/08_pipeline_parallel/schedule.hpp"
@@ -49,6 +53,23 @@ std::string compute_text(const Schedule& s, int r) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// "" when every rank runs each kind of compute op (per chunk) over the micro-batches in order
+// 0, 1, 2, ...; else the first op out of order, e.g. "rank 2: W(3) where W(1) comes next".
+std::string out_of_order(const Schedule& s) {
+  for (int r = 0; r < s.p; ++r) {
+    std::map<std::pair<OpKind, int>, int> next;  // (kind, chunk) -> the micro-batch due
+    for (const Op& op : s.ops[static_cast<std::size_t>(r)]) {
+      if (!is_compute(op.kind)) continue;
+      int& due = next[{op.kind, op.chunk}];
+      if (op.mb != due)
+        return "rank " + std::to_string(r) + ": " + op_name(op, s.v) + " where " +
+               op_name({op.kind, due, op.chunk}, s.v) + " comes next";
+      ++due;
+    }
+  }
+  return "";
+}
+
 // Checks the bubble is exactly (p-1)/(v·m): Σ idle · v·m == (p-1) · Σ busy in exact integers,
 // and the ratio the simulator reports equals the formula's double bit for bit.
 void check_bubble(const Simulation& sim, int p, int m, int v) {
@@ -71,19 +92,65 @@ TEST_CASE("layout: chunk c of rank r is virtual stage c·p + r (Megatron-LM)", "
   for (int s = 0; s < 8; ++s) CHECK(l.stage_of(l.rank_of(s), l.chunk_of(s)) == s);
 }
 
-TEST_CASE("with_communication: a receive before the op that needs it, a send after the op that made it", "[ch08]") {
+TEST_CASE("with_communication (exercise 08.1): a receive right before the op that needs it, a send right after the "
+          "op that made it", "[ch08]") {
   // p = 2, m = 1: rank 0 sends the activation and receives the gradient, rank 1 the reverse.
   const StageLayout l = StageLayout::looped(2, 1);
   const auto ops = with_communication(l, {{{F, 0, 0}, {BW, 0, 0}}, {{F, 0, 0}, {BW, 0, 0}}});
   const std::vector<Op> rank0{{F, 0, 0}, {OpKind::send_act, 0, 0}, {OpKind::recv_grad, 0, 0}, {BW, 0, 0}};
   const std::vector<Op> rank1{{OpKind::recv_act, 0, 0}, {F, 0, 0}, {BW, 0, 0}, {OpKind::send_grad, 0, 0}};
+  REQUIRE(ops.size() == 2);
   CHECK(ops[0] == rank0);
   CHECK(ops[1] == rank1);
   CHECK(peer_rank(l, 0, {OpKind::send_act, 0, 0}) == 1);
   CHECK(peer_rank(l, 1, {OpKind::send_grad, 0, 0}) == 0);
+}
+
+TEST_CASE("with_communication (exercise 08.1): B takes the gradient in and sends its own out; W moves nothing",
+          "[ch08]") {
+  // p = 3, the middle rank: it receives the activation and the output gradient, sends both on.
+  const StageLayout l = StageLayout::looped(3, 1);
+  const std::vector<Op> middle{{F, 0, 0}, {F, 1, 0}, {B, 0, 0}, {W, 0, 0}, {B, 1, 0}, {W, 1, 0}};
+  const auto ops = with_communication(l, {{}, middle, {}});
+  REQUIRE(ops.size() == 3);
+  const std::vector<Op> want{{OpKind::recv_act, 0, 0},  {F, 0, 0},  {OpKind::send_act, 0, 0},  {OpKind::recv_act, 1, 0},
+                             {F, 1, 0},                 {OpKind::send_act, 1, 0},               {OpKind::recv_grad, 0, 0},
+                             {B, 0, 0},                 {OpKind::send_grad, 0, 0},              {W, 0, 0},
+                             {OpKind::recv_grad, 1, 0}, {B, 1, 0}, {OpKind::send_grad, 1, 0}, {W, 1, 0}};
+  CHECK(ops[1] == want);
+  CHECK(ops[0].empty());
+  CHECK(ops[2].empty());
+}
+
+TEST_CASE("with_communication (exercise 08.1): no message between two stages of one rank", "[ch08]") {
   // p = 1, v = 2: both stages on rank 0, handed over locally: no message at all.
   const auto local = with_communication(StageLayout::looped(1, 2), {{{F, 0, 0}, {F, 0, 1}, {BW, 0, 1}, {BW, 0, 0}}});
-  CHECK(local[0].size() == 4);
+  CHECK(local[0] == std::vector<Op>{{F, 0, 0}, {F, 0, 1}, {BW, 0, 1}, {BW, 0, 0}});
+  // The V of p = 2: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2. Rank 1 turns the
+  // micro-batch (stage 1 -> 2) locally; rank 0's chunk 1 is the last stage (the loss: no gradient
+  // comes in) and its chunk 0 the first (the data: no activation comes in).
+  const StageLayout v = StageLayout::v_shape(2);
+  const auto ops = with_communication(
+      v, {{{F, 0, 0}, {F, 0, 1}, {BW, 0, 1}, {BW, 0, 0}}, {{F, 0, 0}, {F, 0, 1}, {BW, 0, 1}, {BW, 0, 0}}});
+  const std::vector<Op> rank0{{F, 0, 0},  {OpKind::send_act, 0, 0},  {OpKind::recv_act, 0, 1},
+                              {F, 0, 1},  {BW, 0, 1},                {OpKind::send_grad, 0, 1},
+                              {OpKind::recv_grad, 0, 0}, {BW, 0, 0}};
+  const std::vector<Op> rank1{{OpKind::recv_act, 0, 0}, {F, 0, 0}, {F, 0, 1}, {OpKind::send_act, 0, 1},
+                              {OpKind::recv_grad, 0, 1}, {BW, 0, 1}, {BW, 0, 0}, {OpKind::send_grad, 0, 0}};
+  CHECK(ops[0] == rank0);
+  CHECK(ops[1] == rank1);
+  // Looped, p = 2, v = 2: stage 2 (rank 0, chunk 1) receives from stage 1 on rank 1.
+  const auto looped = with_communication(StageLayout::looped(2, 2), {{{F, 0, 1}}, {}});
+  CHECK(looped[0] == std::vector<Op>{{OpKind::recv_act, 0, 1}, {F, 0, 1}, {OpKind::send_act, 0, 1}});
+}
+
+TEST_CASE("with_communication (exercise 08.1): refuses a list that is not a compute order, saying why", "[ch08]") {
+  const StageLayout l = StageLayout::looped(2, 1);
+  CHECK_THROWS_WITH(with_communication(l, {{{F, 0, 0}}, {{OpKind::recv_act, 0, 0}, {F, 0, 0}}}),
+                    "rank 1's compute list holds recv_act: communication is added here, not by the schedule's order");
+  CHECK_THROWS_WITH(with_communication(l, {{{F, 0, 0}, {F, 0, 1}}, {}}),
+                    "rank 0's compute list names chunk 1 of v = 1");
+  CHECK_THROWS_WITH(with_communication(l, {{}, {{F, 0, -1}}}), "rank 1's compute list names chunk -1 of v = 1");
 }
 
 TEST_CASE("make_schedule refuses what a schedule does not support, saying why", "[ch08]") {
@@ -97,14 +164,19 @@ TEST_CASE("make_schedule refuses what a schedule does not support, saying why", 
   CHECK_THROWS_WITH(parse_schedule_kind("gpipe"), Catch::Contains("afab, 1f1b, interleaved, zb-h1"));
 }
 
-// ---- the validator on hand-broken schedules (built by hand from AFAB, so no exercise needed) ---
+// ---- the validator on hand-broken schedules (AFAB written out by hand, so no exercise needed) ---
 
 namespace {
 
-// AFAB on p = 2, m = 2 with its communication, to break by hand:
+// AFAB on p = 2, m = 2 with its communication, written out (no exercise's code), to break by hand:
 //   rank 0: F0 send_act0 F1 send_act1 recv_grad0 BW0 recv_grad1 BW1
 //   rank 1: recv_act0 F0 recv_act1 F1 BW0 send_grad0 BW1 send_grad1
-Schedule small_afab() { return make_schedule(ScheduleKind::afab, 2, 2); }
+Schedule small_afab() {
+  constexpr OpKind sa = OpKind::send_act, ra = OpKind::recv_act, sg = OpKind::send_grad, rg = OpKind::recv_grad;
+  return {ScheduleKind::afab, 2, 2, 1, StageLayout::looped(2, 1),
+          {{{F, 0, 0}, {sa, 0, 0}, {F, 1, 0}, {sa, 1, 0}, {rg, 0, 0}, {BW, 0, 0}, {rg, 1, 0}, {BW, 1, 0}},
+           {{ra, 0, 0}, {F, 0, 0}, {ra, 1, 0}, {F, 1, 0}, {BW, 0, 0}, {sg, 0, 0}, {BW, 1, 0}, {sg, 1, 0}}}};
+}
 
 }  // namespace
 
@@ -210,8 +282,8 @@ TEST_CASE("validator: an op whose input is not there yet", "[ch08]") {
     CHECK(contains(validate_schedule(s), "rank 0, op 0 (send_act(0)): it sends F's output before F has run"));
   }
   SECTION("the next stage's forward before the previous one, on one rank (p = 1, v = 2)") {
-    Schedule s = make_schedule(ScheduleKind::interleaved_1f1b, 1, 1, 2);
-    s.ops[0] = {{F, 0, 1}, {F, 0, 0}, {BW, 0, 1}, {BW, 0, 0}};
+    const Schedule s{ScheduleKind::interleaved_1f1b, 1, 1, 2, StageLayout::looped(1, 2),
+                     {{{F, 0, 1}, {F, 0, 0}, {BW, 0, 1}, {BW, 0, 0}}}};
     CHECK(contains(validate_schedule(s), "rank 0, op 0 (F(0, chunk 1)): the previous stage's forward"));
   }
 }
@@ -243,6 +315,7 @@ TEST_CASE("1F1B (exercise 08.1): valid; bubble (p-1)/m; p - r micro-batches in f
       INFO("p = " << p << ", m = " << m);
       const Schedule s = make_schedule(ScheduleKind::one_f_one_b, p, m);
       REQUIRE(validate_schedule(s).empty());
+      CHECK(out_of_order(s) == "");
       const Simulation sim = simulate_uniform(s);
       check_bubble(sim, p, m, 1);
       for (int r = 0; r < p; ++r) CHECK(sim.peak_in_flight[static_cast<std::size_t>(r)] == std::min(p - r, m));
@@ -317,6 +390,7 @@ TEST_CASE("ZB-H1 (exercise 08.2): valid; idle (p-1)(T_F + T_B - T_W) per rank; p
       INFO("p = " << p << ", m = " << m);
       const Schedule s = make_schedule(ScheduleKind::zb_h1, p, m);
       REQUIRE(validate_schedule(s).empty());
+      CHECK(out_of_order(s) == "");
       if (m < p) continue;  // the paper's formula is for m >= p
       const Simulation sim = simulate_uniform(s);
       for (int r = 0; r < p; ++r) {
@@ -342,13 +416,14 @@ TEST_CASE("ZB-H1 (exercise 08.2): idle (p-1)(T_F + T_B - T_W) per rank for unequ
       }
 }
 
-TEST_CASE("ZB-H2: valid; for m >= p a parallelogram — the least step any schedule can take, (p-1)·t_F idle per "
+TEST_CASE("ZB-H2 (exercise 08.2): valid; for m >= p a parallelogram — the least step any schedule can take, (p-1)·t_F idle per "
           "rank; at most 2p-1 in flight", "[ch08]") {
   for (int p = 1; p <= 8; ++p)
     for (int m = 1; m <= 16; ++m) {
       INFO("p = " << p << ", m = " << m);
       const Schedule s = make_schedule(ScheduleKind::zb_h2, p, m);
       REQUIRE(validate_schedule(s).empty());
+      CHECK(out_of_order(s) == "");
       for (const StageCost cost : {StageCost{1, 1, 1}, StageCost{2, 2, 2}}) {
         const Simulation sim = simulate_uniform(s, cost);
         for (int r = 0; r < p; ++r) CHECK(sim.peak_in_flight[static_cast<std::size_t>(r)] <= 2 * p - 1);

@@ -151,6 +151,54 @@ TEST_CASE("exercise 09.2: the combine alone sends results grouped by local exper
   CHECK(elementwise_mismatch(back.to_floats(), mine, Tolerance::exact(), w.rank()) == "");
 }
 
+TEST_CASE("exercise 09.2: the combine refuses a route or tensors that do not match, before anything is sent",
+          "[ch09][mpi]") {
+  // Every rank sends one row to every expert, so every rank receives L rows from every source;
+  // each case breaks one thing, alike on every rank (each throws before the exchange: none waits).
+  Communicator& w = world();
+  const std::int64_t ep = w.size(), E = 2 * ep, L = 2, C = 3;
+  INFO("rank " << w.rank());
+  AllToAllExperts ex(w, E);
+  ExpertRoute route;
+  route.send_counts.assign(static_cast<std::size_t>(ep), L);
+  route.recv_counts.assign(static_cast<std::size_t>(ep), L);
+  route.recv_by_expert.assign(static_cast<std::size_t>(E), 1);
+  const Tensor results = Tensor::zeros({ep * L, C});
+  Tensor rows = Tensor::zeros({E, C});
+  const std::string n = std::to_string(ep), nL = std::to_string(ep * L);
+  SECTION("a route for another group") {
+    ExpertRoute r = route;
+    r.recv_by_expert.pop_back();
+    CHECK_THROWS_WITH(ex.from_experts(r, results, rows),
+                      "from_experts: the route has " + n + " send counts, " + n + " receive counts and " +
+                          std::to_string(ep * L - 1) + " blocks; the group needs ep = " + n + " and ep·L = " + nL);
+  }
+  SECTION("blocks that do not add up to their source's count") {
+    ExpertRoute r = route;
+    r.recv_by_expert[static_cast<std::size_t>(ep * L - 1)] = 2;  // the last source's last block
+    CHECK_THROWS_WITH(ex.from_experts(r, results, rows), "from_experts: the route's blocks from rank " +
+                                                             std::to_string(ep - 1) + " hold 3 rows, its receive count 2");
+  }
+  SECTION("results and rows of different widths") {
+    CHECK_THROWS_WITH(ex.from_experts(route, Tensor::zeros({ep * L, C + 1}), rows),
+                      "from_experts: results [" + nL + ", 4] and rows [" + std::to_string(E) +
+                          ", 3] are not [n, C] of one width C");
+  }
+  SECTION("one result too many") {
+    CHECK_THROWS_WITH(ex.from_experts(route, Tensor::zeros({ep * L + 1, C}), rows),
+                      "from_experts: results has " + std::to_string(ep * L + 1) + " rows, the route received " + nL);
+  }
+  SECTION("one row too few") {
+    Tensor short_rows = Tensor::zeros({E - 1, C});
+    CHECK_THROWS_WITH(ex.from_experts(route, results, short_rows),
+                      "from_experts: rows has " + std::to_string(E - 1) + " rows, the route sent " + std::to_string(E));
+  }
+  SECTION("rows of another dtype") {
+    Tensor bf = Tensor::zeros({E, C}, DType::bf16);
+    CHECK_THROWS_WITH(ex.from_experts(route, results, bf), "from_experts: results are f32, rows bf16");
+  }
+}
+
 TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters, routing, bytes", "[ch09][mpi]") {
   Communicator& w = world();
   const int W = w.size();
