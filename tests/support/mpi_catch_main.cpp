@@ -107,12 +107,14 @@ class RankFailureListener : public Catch::TestEventListenerBase {
 // the command line selects: specs written side by side in one argument must all match, so the
 // filter is appended to each command-line spec (ctest's "[mpi]" becomes "[mpi][ex08.1]").
 // ./usp test NN.K --exercises sets it to grade one exercise. Specs with commas (OR) are not
-// supported here.
+// supported here. With no spec on the command line the filter stands alone, and a filter of
+// exclusions only ("~*exercise 09.1*") would then match the hidden test cases too (a "[.tag]"
+// case is skipped only when no spec is given): "~[.]" keeps them hidden.
 void apply_test_filter(Catch::Session& session) {
   const char* filter = std::getenv("USP_TEST_FILTER");
   if (filter == nullptr || *filter == '\0') return;
   auto& specs = session.configData().testsOrTags;
-  if (specs.empty()) specs.emplace_back(filter);
+  if (specs.empty()) specs.emplace_back(std::string("~[.]") + filter);
   else
     for (auto& spec : specs) spec += filter;
 }
