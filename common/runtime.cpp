@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "common/comm/backends.hpp"
 #include "common/cuda_support.hpp"
@@ -28,6 +29,34 @@ void say(const std::string& line) {
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fflush(stderr);
 }
+
+#if defined(USP_HAVE_MPI)
+// The job's nodes as the ranks found them, for a job on more than one node (empty on one):
+//   "[usp] 4 ranks on 2 nodes (node-local ranks from MPI_COMM_TYPE_SHARED): ranks [0,1] local
+//   [0,1]; ranks [2,3] local [0,1]"
+// where[2r], where[2r+1]: world rank r's node (its lowest world rank) and its node-local rank.
+std::string node_layout(const std::vector<int>& where) {
+  const int size = static_cast<int>(where.size() / 2);
+  std::vector<int> leaders;
+  for (int r = 0; r < size; ++r)
+    if (where[2 * r] == r) leaders.push_back(r);
+  if (leaders.size() < 2) return "";
+  std::ostringstream line;
+  line << "[usp] " << size << " ranks on " << leaders.size()
+       << " nodes (node-local ranks from MPI_COMM_TYPE_SHARED):";
+  for (const int leader : leaders) {
+    std::vector<int> ranks, locals;
+    for (int r = 0; r < size; ++r)
+      if (where[2 * r] == leader) {
+        ranks.push_back(r);
+        locals.push_back(where[2 * r + 1]);
+      }
+    line << (leader == leaders.front() ? " " : "; ") << "ranks [" << watchdog::rank_list(ranks) << "] local ["
+         << watchdog::rank_list(locals) << "]";
+  }
+  return line.str();
+}
+#endif
 
 }  // namespace
 
@@ -60,7 +89,14 @@ Runtime::Runtime(int& argc, char**& argv) {
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local_rank_);
     MPI_Comm_size(node, &local_size_);
+    int leader = rank_;  // a node is named by its lowest world rank
+    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
     MPI_Comm_free(&node);
+    const int mine[2] = {leader, local_rank_};
+    std::vector<int> where(2 * static_cast<std::size_t>(size_));
+    MPI_Allgather(mine, 2, MPI_INT, where.data(), 2, MPI_INT, MPI_COMM_WORLD);
+    if (rank_ == 0)
+      if (const std::string layout = node_layout(where); !layout.empty()) say(layout);
     world_ = make_mpi_world();
   }
 #else

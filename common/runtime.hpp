@@ -44,7 +44,10 @@ class Runtime {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  int local_rank() const { return local_rank_; }  // rank among the processes of this node
+  // Rank among the processes of this node (MPI_COMM_TYPE_SHARED). A job on more than one node
+  // says at start-up where its ranks found themselves (rank 0, one line on stderr):
+  //   [usp] 4 ranks on 2 nodes (node-local ranks from MPI_COMM_TYPE_SHARED): ranks [0,1] local [0,1]; ...
+  int local_rank() const { return local_rank_; }
   bool is_root() const { return rank_ == 0; }
   bool mpi() const;                                // MPI compiled in and initialised
 

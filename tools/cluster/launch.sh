@@ -12,10 +12,12 @@
 # USP_* variables that are set (e.g. NCCL_SOCKET_IFNAME=ib0 to pick the network, NCCL_DEBUG=INFO
 # to see what NCCL chose, USP_COMM_TIMEOUT). USP_LAUNCH_DRY_RUN=1 prints the command instead of
 # running it. Extra mpirun options go in USP_MPIRUN_ARGS (e.g. "--mca btl_tcp_if_include eth0").
+# Tried on two nodes without a cluster: tools/cluster/two_node_namespaces.sh runs it across two
+# network namespaces of one machine (README, "Beyond one machine", quotes that run).
 set -euo pipefail
 
 if (($# < 3)); then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2  # the header above
   exit 2
 fi
 hostfile=$1 ranks=$2
@@ -27,8 +29,8 @@ slots=$(awk '!/^[[:space:]]*(#|$)/ { n = 1; for (i = 2; i <= NF; ++i) if ($i ~ /
 ((ranks <= slots)) || { echo "launch.sh: $ranks ranks but the hostfile offers $slots slots" >&2; exit 2; }
 
 export OPENBLAS_NUM_THREADS=1
-cmd=(mpirun --hostfile "$hostfile" -np "$ranks" --map-by slot --bind-to none
-     -x PATH -x LD_LIBRARY_PATH -x OPENBLAS_NUM_THREADS)
+cmd=(mpirun --hostfile "$hostfile" -np "$ranks" --map-by slot --bind-to none -x PATH -x OPENBLAS_NUM_THREADS)
+[[ -n "${LD_LIBRARY_PATH:-}" ]] && cmd+=(-x LD_LIBRARY_PATH)  # mpirun warns about an unset one
 while IFS='=' read -r name _; do
   [[ "$name" == NCCL_* || "$name" == USP_* || "$name" == OMPI_ALLOW_RUN_AS_ROOT* ]] && cmd+=(-x "$name")
 done < <(env)
