@@ -21,7 +21,7 @@ struct LayerSaved {
   Tensor h1, rstd1;     // [n, C], [n] f32: input RMSNorm output and 1/rms
   Tensor q, k, v;       // [N, Q], [N, K], [N, K]: projections, q and k after RoPE
   Tensor probs;         // [B, H, T, T]: attention probabilities (Recompute::none only), or under
-                        // context parallelism what its attention keeps (ContextParallel::saved)
+                        // context parallelism what its attention keeps (AttentionHook::saved)
   Tensor a;             // [N, Q]  attention output, the o_proj input
   Tensor x2;            // [n, C]  residual after attention
   Tensor h2, rstd2;     // [n, C], [n] f32: post-attention RMSNorm
@@ -41,7 +41,7 @@ struct HeadSaved {
   Tensor xf;            // [n, C]  the last layer's output
   Tensor hf, rstdf;     // [n, C], [n] f32: final RMSNorm
   Tensor logits;        // [N, V]  (this rank's V/t vocabulary columns under tensor parallelism)
-  Tensor loss_state;    // whatever the loss's backward needs (TensorParallel::loss_forward)
+  Tensor loss_state;    // whatever the loss's backward needs (LinearHook::loss_forward)
 
   std::int64_t bytes() const {
     std::int64_t n = 0;
@@ -140,21 +140,21 @@ struct LayerDims {
   std::int64_t N, n, C, H, G, D, F;
 };
 
-LayerDims layer_dims(const ParamStore& P, const TensorParallel& tp, std::int64_t N) {
+LayerDims layer_dims(const ParamStore& P, const LinearHook& linears, std::int64_t N) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(P, 0);
   const std::int64_t D = c.head_dim();
-  return {N, tp.stream_rows(N), c.hidden, P.infos()[ip.q].shape[0] / D, P.infos()[ip.k].shape[0] / D, D,
+  return {N, linears.stream_rows(N), c.hidden, P.infos()[ip.q].shape[0] / D, P.infos()[ip.k].shape[0] / D, D,
           c.is_moe() ? c.ffn : P.infos()[ip.gate].shape[0]};
 }
 
 // What every layer of one pass shares: the parameters, the parallelisms the model plugs in
-// (cp null: the sequence is all here), the batch's B and T, the activation dtype, and the
+// (attention null: the ops' attention over the tokens here), the batch's B and T, the activation dtype, and the
 // probabilities' maker (empty: the ops' own softmax).
 struct LayerContext {
   ParamStore& P;
-  TensorParallel& tp;
-  ContextParallel* cp;
+  LinearHook& linears;
+  AttentionHook* attention;
   ExpertParallel& ep;
   ResidualNorm& rn;
   const AttentionProbs& make_probs;
@@ -169,8 +169,8 @@ struct LayerContext {
 Tensor attend(const LayerContext& ctx, const Tensor& q4, const Tensor& k4, const Tensor& v4, Keep keep, Tensor& a4) {
   const bool keep_all = keep == Keep::everything || keep == Keep::no_probs;
   Tensor probs;
-  if (ctx.cp) {
-    ctx.cp->attention_forward(q4, k4, v4, a4, probs);  // probs: what the context-parallel attention keeps
+  if (ctx.attention) {
+    ctx.attention->attention_forward(q4, k4, v4, a4, probs);  // probs: what the context-parallel attention keeps
     if (!keep_all) probs = Tensor();
   } else if (ctx.make_probs) {
     // out = P·v from the f32 probabilities, as attention_forward does; the kept copy is rounded.
@@ -200,10 +200,10 @@ void mlp_forward(const LayerContext& ctx, const LayerParams& ip, const LayerDims
   z = Tensor::empty({d.N, d.F}, ctx.adt, cat, h2.device());
   {
     std::vector<Tensor> gu = {g, u};
-    ctx.tp.column_forward(h2, {P.param(ip.gate), P.param(ip.up)}, gu);
+    ctx.linears.column_forward(h2, {P.param(ip.gate), P.param(ip.up)}, gu);
   }
   ops::swiglu_forward(g, u, z);
-  ctx.tp.row_forward(z, P.param(ip.down), y);
+  ctx.linears.row_forward(z, P.param(ip.down), y);
 }
 
 // One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
@@ -212,7 +212,7 @@ Tensor forward_layer(const LayerContext& ctx, std::int64_t layer, const Tensor& 
   const ParamStore& P = ctx.P;
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(P, layer);
-  const LayerDims d = layer_dims(P, ctx.tp, ctx.B * ctx.T);
+  const LayerDims d = layer_dims(P, ctx.linears, ctx.B * ctx.T);
   const auto [N, n, C, H, G, D, F] = d;
   const std::int64_t B = ctx.B, T = ctx.T;
   const DType adt = ctx.adt;
@@ -229,10 +229,10 @@ Tensor forward_layer(const LayerContext& ctx, std::int64_t layer, const Tensor& 
   Tensor q = make({N, H * D}, adt), k = make({N, G * D}, adt), v = make({N, G * D}, adt);
   {
     std::vector<Tensor> qkv = {q, k, v};
-    ctx.tp.column_forward(h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, qkv);
+    ctx.linears.column_forward(h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, qkv);
   }
   Tensor q4 = q.reshape({B, T, H, D}), k4 = k.reshape({B, T, G, D}), v4 = v.reshape({B, T, G, D});
-  const Tensor positions = ctx.cp ? ctx.cp->positions(T) : Tensor();  // undefined: 0..T-1
+  const Tensor positions = ctx.attention ? ctx.attention->positions(T) : Tensor();  // undefined: 0..T-1
   ops::rope_forward(q4, c.rope_theta, positions);
   ops::rope_forward(k4, c.rope_theta, positions);
 
@@ -241,7 +241,7 @@ Tensor forward_layer(const LayerContext& ctx, std::int64_t layer, const Tensor& 
   const Tensor probs = attend(ctx, q4, k4, v4, keep, a4);
 
   Tensor x2 = make({n, C}, adt);
-  ctx.tp.row_forward(a, P.param(ip.o), x2);
+  ctx.linears.row_forward(a, P.param(ip.o), x2);
   // x2 = x + a·Woᵀ ; h2 = rmsnorm(x2)
   Tensor h2 = make({n, C}, adt), rstd2 = make({n});
   ctx.rn.forward(x2, x, P.param(ip.post_norm), h2, rstd2, eps);
@@ -287,7 +287,7 @@ void backward_mlp_half(const LayerContext& ctx, const LayerParams& ip, const Lay
     // mlp = z·Wdᵀ
     Tensor dz = tmp({N, F});
     Tensor dWd = P.grad(ip.down);
-    ctx.tp.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
+    ctx.linears.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
     ready(ip.down);
     s.z = Tensor();
     // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
@@ -297,7 +297,7 @@ void backward_mlp_half(const LayerContext& ctx, const LayerParams& ip, const Lay
     s.u = Tensor();
     {
       std::vector<Tensor> dW = {P.grad(ip.gate), P.grad(ip.up)};
-      ctx.tp.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
+      ctx.linears.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
     }
     ready(ip.up);
     ready(ip.gate);
@@ -325,18 +325,18 @@ void backward_attention_half(const LayerContext& ctx, const LayerParams& ip, con
   auto ready = [&](int i) { grad_ready(hooks, i); };
   Tensor da = tmp({N, H * D});
   Tensor dWo = P.grad(ip.o);
-  ctx.tp.row_backward(dy, s.a, P.param(ip.o), da, dWo);
+  ctx.linears.row_backward(dy, s.a, P.param(ip.o), da, dWo);
   ready(ip.o);
-  if (!ctx.cp) s.a = Tensor();  // context-parallel attention's backward reads its output
+  if (!ctx.attention) s.a = Tensor();  // context-parallel attention's backward reads its output
   // a = attention(q, k, v)
   Tensor dq = tmp({N, H * D}), dk = tmp({N, G * D}), dv = tmp({N, G * D});
   {
     Tensor da4 = da.reshape({B, T, H, D}), q4 = s.q.reshape({B, T, H, D});
     Tensor k4 = s.k.reshape({B, T, G, D}), v4 = s.v.reshape({B, T, G, D});
     Tensor dq4 = dq.reshape({B, T, H, D}), dk4 = dk.reshape({B, T, G, D}), dv4 = dv.reshape({B, T, G, D});
-    const Tensor positions = ctx.cp ? ctx.cp->positions(T) : Tensor();
-    if (ctx.cp) {
-      ctx.cp->attention_backward(da4, q4, k4, v4, s.a.reshape({B, T, H, D}), s.probs, dq4, dk4, dv4);
+    const Tensor positions = ctx.attention ? ctx.attention->positions(T) : Tensor();
+    if (ctx.attention) {
+      ctx.attention->attention_backward(da4, q4, k4, v4, s.a.reshape({B, T, H, D}), s.probs, dq4, dk4, dv4);
       s.a = Tensor();
     } else {
       ops::attention_backward(da4, q4, k4, v4, s.probs, dq4, dk4, dv4);
@@ -350,7 +350,7 @@ void backward_attention_half(const LayerContext& ctx, const LayerParams& ip, con
   Tensor dh1 = tmp({n, C});
   {
     std::vector<Tensor> dW = {P.grad(ip.q), P.grad(ip.k), P.grad(ip.v)};
-    ctx.tp.column_backward({dq, dk, dv}, s.h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, dW, dh1);
+    ctx.linears.column_backward({dq, dk, dv}, s.h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, dW, dh1);
   }
   ready(ip.v);
   ready(ip.k);
@@ -372,7 +372,7 @@ void backward_attention_half(const LayerContext& ctx, const LayerParams& ip, con
 void backward_layer(const LayerContext& ctx, std::int64_t layer, LayerSaved& s, Tensor& dy, float aux_scale,
                     const ModelHooks& hooks) {
   const LayerParams ip = layer_params(ctx.P, layer);
-  const LayerDims d = layer_dims(ctx.P, ctx.tp, ctx.B * ctx.T);
+  const LayerDims d = layer_dims(ctx.P, ctx.linears, ctx.B * ctx.T);
   backward_mlp_half(ctx, ip, d, s, dy, aux_scale, hooks);
   backward_attention_half(ctx, ip, d, s, dy, hooks);
 }
@@ -387,7 +387,7 @@ int final_norm_index(const ParamStore& P) {
 
 // Head forward: x [n, C] (the stream rows held) -> logits [N, V] (this rank's vocabulary
 // columns under tensor parallelism), kept in h.logits when keep is true.
-Tensor forward_head(const ParamStore& P, TensorParallel& tp, const Tensor& x, std::int64_t N, DType adt, bool keep,
+Tensor forward_head(const ParamStore& P, LinearHook& linears, const Tensor& x, std::int64_t N, DType adt, bool keep,
                     HeadSaved& h) {
   const ModelConfig& c = P.config();
   const std::int64_t n = x.dim(0), C = c.hidden, V = P.infos()[static_cast<std::size_t>(head_weight_index(P))].shape[0];
@@ -397,7 +397,7 @@ Tensor forward_head(const ParamStore& P, TensorParallel& tp, const Tensor& x, st
   Tensor logits = Tensor::empty({N, V}, adt, cat, x.device());
   {
     std::vector<Tensor> out = {logits};
-    tp.column_forward(hf, {P.param(head_weight_index(P))}, out);
+    linears.column_forward(hf, {P.param(head_weight_index(P))}, out);
   }
   if (keep) {
     h.xf = x;
@@ -433,19 +433,19 @@ void check_stage_input(const ModelConfig& c, const StageInput& in, bool first_st
 
 // Head backward: the loss -> logits -> lm_head -> final norm, added into dx [n, C] f32 (zeros on
 // entry; on return the last layer's output gradient). Releases what the head kept.
-void backward_head(ParamStore& P, TensorParallel& tp, HeadSaved& h, const Tensor& targets, float loss_scale, Tensor& dx,
+void backward_head(ParamStore& P, LinearHook& linears, HeadSaved& h, const Tensor& targets, float loss_scale, Tensor& dx,
                    const ModelHooks& hooks) {
   const ModelConfig& c = P.config();
   const Device dev = dx.device();
   Tensor dlogits = Tensor::empty(h.logits.shape(), DType::f32, MemCategory::Temporary, dev);
-  tp.loss_backward(h.logits, targets, h.loss_state, dlogits, loss_scale);
+  linears.loss_backward(h.logits, targets, h.loss_state, dlogits, loss_scale);
   h.logits = Tensor();
   h.loss_state = Tensor();
   Tensor dhf = Tensor::empty({dx.dim(0), c.hidden}, DType::f32, MemCategory::Temporary, dev);
   const int wi = head_weight_index(P);
   {
     std::vector<Tensor> dW = {P.grad(wi)};
-    tp.column_backward({dlogits}, h.hf, {P.param(wi)}, dW, dhf);
+    linears.column_backward({dlogits}, h.hf, {P.param(wi)}, dW, dhf);
   }
   if (!c.tied_embeddings) grad_ready(hooks, wi);  // a tied head's gradient is final only after the embedding
   dlogits = Tensor();
@@ -471,8 +471,8 @@ std::int64_t rebuild_for_backward(const LayerContext& ctx, Recompute recompute, 
     forward_layer(ctx, layer, input, Keep::everything, s);
     return ops::flop_count() - r0;
   }
-  if (recompute == Recompute::selective && !ctx.cp) {
-    const LayerDims d = layer_dims(ctx.P, ctx.tp, ctx.B * ctx.T);
+  if (recompute == Recompute::selective && !ctx.attention) {
+    const LayerDims d = layer_dims(ctx.P, ctx.linears, ctx.B * ctx.T);
     if (ctx.make_probs) {
       const Tensor q4 = s.q.reshape({ctx.B, ctx.T, d.H, d.D});
       const Tensor k4 = s.k.reshape({ctx.B, ctx.T, d.G, d.D});
@@ -499,15 +499,15 @@ void check_batch(const ModelConfig& c, const Tensor& inputs, const Tensor& targe
 Model::Model(ParamStore& params, ModelOptions options)
     : params_(params),
       options_(options),
-      tp_(options.tensor_parallel ? options.tensor_parallel : &single_device_),
+      linears_(options.linears ? options.linears : &unsplit_linears_),
       ep_(options.expert_parallel ? options.expert_parallel : &single_device_experts_),
       rn_(options.residual_norm ? options.residual_norm : &unfused_norm_),
       impl_(std::make_unique<Impl>()) {
   USP_CHECK(ep_->size() == params_.layout().ep.size,
             "Model: the expert-parallel group has " + std::to_string(ep_->size()) + " ranks but the parameters hold a " +
                 std::to_string(params_.layout().ep.size) + "-way share of the experts");
-  USP_CHECK(tp_->size() == params_.layout().tp.size,
-            "Model: the tensor-parallel group has " + std::to_string(tp_->size()) + " ranks but the parameters are a " +
+  USP_CHECK(linears_->size() == params_.layout().tp.size,
+            "Model: the tensor-parallel group has " + std::to_string(linears_->size()) + " ranks but the parameters are a " +
                 std::to_string(params_.layout().tp.size) + "-way shard");
   if (options_.activation_dtype != DType::f32 && options_.activation_dtype != DType::bf16 &&
       options_.activation_dtype != DType::f16)
@@ -550,12 +550,12 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   const ModelConfig& c = config();
   USP_CHECK(impl_->passes.count(id) == 0, "Model::forward_stage: micro-batch " + std::to_string(id) +
                                               " already has a forward waiting for its backward");
-  USP_CHECK(!(options_.context_parallel && attention_probs_),
+  USP_CHECK(!(options_.attention && attention_probs_),
             "Model: a context-parallel attention and an attention-probabilities maker cannot both be set");
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
   USP_CHECK(in.batch > 0 && in.seq > 0, "Model::forward_stage: the batch's B and T must be given");
   const std::int64_t N = in.batch * in.seq;
-  const std::int64_t n = tp_->stream_rows(N);
+  const std::int64_t n = linears_->stream_rows(N);
   check_stage_input(c, in, first == 0, last == head_unit, n);
   const Device dev = params_.device();
   Impl::Pass& m = impl_->passes[id];
@@ -592,11 +592,11 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   if (first == 0) {
     const std::int64_t b0 = before(0);
     x = Tensor::empty({n, c.hidden}, adt, MemCategory::Activation, dev);
-    tp_->embedding_forward(m.inputs.reshape({N}), params_.param(0), x);
+    linears_->embedding_forward(m.inputs.reshape({N}), params_.param(0), x);
     after(0, b0);
   }
 
-  const LayerContext ctx{params_, *tp_, options_.context_parallel, *ep_, *rn_, attention_probs_, m.B, m.T, adt};
+  const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, m.B, m.T, adt};
   const Keep keep = options_.recompute == Recompute::none        ? Keep::everything
                     : options_.recompute == Recompute::selective ? Keep::no_probs
                                                                  : Keep::input_only;
@@ -615,8 +615,8 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   double loss = 0.0;
   if (last == head_unit) {
     const std::int64_t b0 = before(head_unit);
-    forward_head(params_, *tp_, x, N, adt, /*keep=*/true, m.head);
-    loss = tp_->loss_forward(m.head.logits, m.targets.reshape({N}), m.head.loss_state);
+    forward_head(params_, *linears_, x, N, adt, /*keep=*/true, m.head);
+    loss = linears_->loss_forward(m.head.logits, m.targets.reshape({N}), m.head.loss_state);
     saved_bytes_[static_cast<std::size_t>(head_unit)] = m.head.bytes();
     after(head_unit, b0);
   } else {
@@ -637,7 +637,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
   const std::int64_t flops0 = ops::flop_count();
   std::int64_t recompute = 0;
-  const std::int64_t n = tp_->stream_rows(N);
+  const std::int64_t n = linears_->stream_rows(N);
   // Each MoE layer's load-balancing loss enters the objective with this weight (aux_loss()).
   const float aux_scale =
       static_cast<float>(loss_scale * c.router_aux_loss_coef / static_cast<double>(c.layers));
@@ -648,7 +648,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
   Tensor dx = Tensor::zeros({n, c.hidden}, DType::f32, MemCategory::Temporary, dev);
   if (last == head_unit) {
     if (hooks_.before_backward) hooks_.before_backward(head_unit);
-    backward_head(params_, *tp_, m.head, m.targets.reshape({N}), loss_scale, dx, hooks_);
+    backward_head(params_, *linears_, m.head, m.targets.reshape({N}), loss_scale, dx, hooks_);
     if (hooks_.after_backward) hooks_.after_backward(head_unit);
   } else {
     USP_CHECK(dy.defined() && dy.numel() == n * c.hidden && dy.dtype() == DType::f32,
@@ -657,7 +657,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
     dx.copy_from(dy.reshape({n, c.hidden}));
   }
 
-  const LayerContext ctx{params_, *tp_, options_.context_parallel, *ep_, *rn_, attention_probs_, m.B, m.T,
+  const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, m.B, m.T,
                          options_.activation_dtype};
   for (int u = std::min(last, head_unit - 1); u >= std::max(first, 1); --u) {
     const std::int64_t l = u - 1;
@@ -672,7 +672,7 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
     // unit 0: embedding
     if (hooks_.before_backward) hooks_.before_backward(0);
     Tensor dtable = params_.grad(0);
-    tp_->embedding_backward(m.inputs.reshape({N}), dx, dtable);
+    linears_->embedding_backward(m.inputs.reshape({N}), dx, dtable);
     grad_ready(hooks_, 0);
     if (hooks_.after_backward) hooks_.after_backward(0);
   } else {
@@ -691,7 +691,7 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   const Tensor logits = forward_logits(inputs);
   const Tensor labels = on_device(targets, params_.device());
   Tensor unused_state;
-  return tp_->loss_forward(logits, labels.reshape({labels.numel()}), unused_state);
+  return linears_->loss_forward(logits, labels.reshape({labels.numel()}), unused_state);
 }
 
 Tensor Model::forward_logits(const Tensor& inputs) {
@@ -703,9 +703,9 @@ Tensor Model::forward_logits(const Tensor& inputs) {
   const DType adt = options_.activation_dtype;
   const Device dev = params_.device();
   const Tensor tokens = on_device(inputs, dev);
-  Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
-  tp_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
-  const LayerContext ctx{params_, *tp_, options_.context_parallel, *ep_, *rn_, attention_probs_, B, T, adt};
+  Tensor x = Tensor::empty({linears_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
+  linears_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
+  const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, B, T, adt};
   LayerSaved unused;
   aux_loss_ = 0;
   routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
@@ -717,7 +717,7 @@ Tensor Model::forward_logits(const Tensor& inputs) {
     }
   }
   HeadSaved head;
-  return forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
+  return forward_head(params_, *linears_, x, N, adt, /*keep=*/false, head);
 }
 
 const Tensor& Model::logits() const {
