@@ -170,7 +170,7 @@ Tensor attend(const LayerContext& ctx, const Tensor& q4, const Tensor& k4, const
   const bool keep_all = keep == Keep::everything || keep == Keep::no_probs;
   Tensor probs;
   if (ctx.attention) {
-    ctx.attention->attention_forward(q4, k4, v4, a4, probs);  // probs: what the context-parallel attention keeps
+    ctx.attention->attention_forward(q4, k4, v4, a4, probs);  // probs: what the hook's attention keeps
     if (!keep_all) probs = Tensor();
   } else if (ctx.make_probs) {
     // out = P·v from the f32 probabilities, as attention_forward does; the kept copy is rounded.
@@ -327,7 +327,7 @@ void backward_attention_half(const LayerContext& ctx, const LayerParams& ip, con
   Tensor dWo = P.grad(ip.o);
   ctx.linears.row_backward(dy, s.a, P.param(ip.o), da, dWo);
   ready(ip.o);
-  if (!ctx.attention) s.a = Tensor();  // context-parallel attention's backward reads its output
+  if (!ctx.attention) s.a = Tensor();  // an attention hook's backward reads its output
   // a = attention(q, k, v)
   Tensor dq = tmp({N, H * D}), dk = tmp({N, G * D}), dv = tmp({N, G * D});
   {
@@ -551,7 +551,8 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   USP_CHECK(impl_->passes.count(id) == 0, "Model::forward_stage: micro-batch " + std::to_string(id) +
                                               " already has a forward waiting for its backward");
   USP_CHECK(!(options_.attention && attention_probs_),
-            "Model: a context-parallel attention and an attention-probabilities maker cannot both be set");
+            "Model: an attention hook (ModelOptions::attention) and an attention-probabilities maker cannot both "
+            "be set");
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
   USP_CHECK(in.batch > 0 && in.seq > 0, "Model::forward_stage: the batch's B and T must be given");
   const std::int64_t N = in.batch * in.seq;
