@@ -1,12 +1,11 @@
 #include "chapters/04_data_parallel/dp_trainer.hpp"
 
-#include <bit>
 #include <chrono>
 
 #include "common/device.hpp"
 #include "common/trace.hpp"
-#include "common/train/training_summary.hpp"
 #include "common/model/unit_spans.hpp"
+#include "common/report/row_gather.hpp"
 
 namespace usp::ch04 {
 
@@ -55,12 +54,10 @@ DpStepStats DataParallelTrainer::step(const Dataset& data, std::int64_t step) {
 }
 
 std::vector<double> mean_over_ranks(Communicator& comm, const std::vector<double>& mine) {
-  std::vector<std::int64_t> bits;
-  for (double v : mine) bits.push_back(std::bit_cast<std::int64_t>(v));
-  const auto all = gather_int64(comm, bits);
+  const std::vector<std::vector<double>> all = report::gather_row_lists(comm, mine);
   std::vector<double> mean(mine.size(), 0.0);
   for (const auto& rank : all)
-    for (std::size_t i = 0; i < mine.size(); ++i) mean[i] += std::bit_cast<double>(rank[i]);
+    for (std::size_t i = 0; i < mine.size(); ++i) mean[i] += rank[i];
   for (double& v : mean) v /= static_cast<double>(comm.size());
   return mean;
 }

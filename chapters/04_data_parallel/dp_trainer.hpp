@@ -60,7 +60,8 @@ class DataParallelTrainer {
 };
 
 // The mean over the ranks of each rank's values (collective; the same on every rank, exactly:
-// the values travel as bit patterns and are summed in rank order in double).
+// the values travel as the doubles they are (report::gather_row_lists) and are summed in rank
+// order in double).
 std::vector<double> mean_over_ranks(Communicator& comm, const std::vector<double>& mine);
 
 }  // namespace usp::ch04

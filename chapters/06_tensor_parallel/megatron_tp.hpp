@@ -1,4 +1,4 @@
-// MegatronTp: the model's TensorParallel operations (common/model/tensor_parallel.hpp) over a
+// MegatronTp: the model's LinearHook operations (common/model/linear_hook.hpp) over a
 // tensor-parallel group: the column and row blocks of exercise 06.1, the vocabulary-parallel
 // cross-entropy of exercise 06.2, and the vocabulary-parallel embedding below.
 //
@@ -15,11 +15,11 @@
 #include <cstdint>
 
 #include "chapters/06_tensor_parallel/parallel_linear.hpp"
-#include "common/model/tensor_parallel.hpp"
+#include "common/model/linear_hook.hpp"
 
 namespace usp::ch06 {
 
-class MegatronTp final : public TensorParallel {
+class MegatronTp final : public LinearHook {
  public:
   // vocab: the full vocabulary size (the model's), split evenly over the group.
   MegatronTp(Communicator& tp, bool sequence_parallel, std::int64_t vocab);

@@ -18,7 +18,7 @@ TpTrainer::TpTrainer(Communicator& world, const TrainingConfig& cfg, TpLayout la
   store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device, store_layout);
   store_->init(cfg.seed);
   ModelOptions options = cfg.model_options();
-  options.tensor_parallel = ops_.get();
+  options.linears = ops_.get();
   model_ = std::make_unique<Model>(*store_, options);
   optimizer_ = std::make_unique<AdamW>(*store_, cfg.adamw);
   for (std::size_t i = 0; i < store_->infos().size(); ++i)

@@ -1,5 +1,5 @@
 // The three ways chapter 07 computes attention over a sequence split across the W ranks of a
-// context-parallel group (each a ContextParallel for the model: common/model/context_parallel.hpp).
+// context-parallel group (each an AttentionHook for the model: common/model/attention_hook.hpp).
 //   ring       K/V blocks travel around the ring of ranks; each rank computes its queries
 //              against the block it holds while the next one arrives (asynchronous send/recv),
 //              and merges the partial results by their log-sum-exp (exercise 07.1). Backward
@@ -22,7 +22,7 @@
 
 #include "chapters/07_context_parallel/cp_layout.hpp"
 #include "common/comm/communicator.hpp"
-#include "common/model/context_parallel.hpp"
+#include "common/model/attention_hook.hpp"
 
 namespace usp::ch07 {
 
@@ -38,7 +38,7 @@ struct AttentionWork {
   std::int64_t blocks() const;                      // the total (diagonal blocks count as 1)
 };
 
-class CpAttentionBase : public ContextParallel {
+class CpAttentionBase : public AttentionHook {
  public:
   // cp: the context-parallel group (rank order = the layout's rank order).
   CpAttentionBase(Communicator& cp, CpSharding sharding);

@@ -68,10 +68,10 @@ CpTrainer::CpTrainer(Communicator& world, const TrainingConfig& cfg, CpLayout la
   store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device, store_layout);
   store_->init(cfg.seed);
   ModelOptions options = cfg.model_options();
-  options.context_parallel = attention_.get();
+  options.attention = attention_.get();
   if (layout_.tp > 1) {
     tp_ = std::make_unique<ch06::MegatronTp>(mesh_->tp(), /*sequence_parallel=*/false, cfg.model.vocab);
-    options.tensor_parallel = tp_.get();
+    options.linears = tp_.get();
   }
   model_ = std::make_unique<Model>(*store_, options);
   optimizer_ = std::make_unique<AdamW>(*store_, cfg.adamw);

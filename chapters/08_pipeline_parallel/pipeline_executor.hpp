@@ -48,7 +48,7 @@ struct ExecutedStep {
 class PipelineExecutor {
  public:
   // chunks[c]: the model of this rank's chunk c (virtual stage s.layout.stage_of(rank, c)), every
-  // one built with `queue` as its TensorParallel. pp: the pipeline group (its rank = the
+  // one built with `queue` as its LinearHook. pp: the pipeline group (its rank = the
   // schedule's rank). Not owned.
   PipelineExecutor(Communicator& pp, const Schedule& s, std::vector<Model*> chunks, WeightGradQueue& queue);
 

@@ -50,7 +50,7 @@ PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout la
   std::vector<Model*> models;
   for (const UnitRange& u : mine) {
     ModelOptions options = cfg.model_options();
-    options.tensor_parallel = &queue_;  // the single-device ops, with B / W split on demand
+    options.linears = &queue_;  // the single-device ops, with B / W split on demand
     options.stage = {u.first, u.last};
     chunks_.push_back(std::make_unique<Model>(params_->store(), options));
     models.push_back(chunks_.back().get());

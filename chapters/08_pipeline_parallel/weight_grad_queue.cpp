@@ -50,7 +50,7 @@ void WeightGradQueue::weight_grad(const Tensor& dy, const Tensor& x, const Tenso
 void WeightGradQueue::column_backward(const std::vector<Tensor>& dy, const Tensor& x, const std::vector<Tensor>& w,
                                       std::vector<Tensor>& dw, Tensor& dx) {
   USP_CHECK(dy.size() == w.size() && dw.size() == w.size(), "WeightGradQueue::column_backward: one dy and dw per w");
-  // SingleDevice's order (the last weight first, overwriting dx), so dx is the same bit for bit.
+  // UnsplitLinears' order (the last weight first, overwriting dx), so dx is the same bit for bit.
   for (std::size_t i = w.size(); i-- > 0;) {
     Tensor no_dw;
     ops::matmul_backward(dy[i], x, w[i], dx, no_dw, /*accumulate_dx=*/i + 1 != w.size());

@@ -5,7 +5,7 @@
 // Every linear layer's backward is two independent products:
 //   dx = dy · w        (B: needed now, it flows to the layer below and to the previous stage)
 //   dw += dyᵀ · x      (W: needed only by the optimizer step)
-// This TensorParallel (the single-device one, t = 1) runs the first at once and, while a
+// This LinearHook (the single-device one, t = 1) runs the first at once and, while a
 // micro-batch's B is open (begin / end), queues the second with the tensors it reads: the
 // layer's saved input x and a copy of dy (the model reuses the residual stream's gradient
 // buffer as it goes down, so dy must be copied). run(key) later performs that micro-batch's
@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/model/tensor_parallel.hpp"
+#include "common/model/linear_hook.hpp"
 
 namespace usp::ch08 {
 
-class WeightGradQueue final : public SingleDevice {
+class WeightGradQueue final : public UnsplitLinears {
  public:
   using Key = std::pair<int, int>;  // (micro-batch, chunk)
 

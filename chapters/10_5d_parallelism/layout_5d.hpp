@@ -39,7 +39,7 @@ struct Layout5d {
 //     which is not the baseline's objective);
 //   PP: fewer layers than p·v stages, tied embeddings, a schedule that cannot take (p, m, v)
 //     (chapter 08); a zero-bubble schedule with tp > 1 (its B / W split is the single-device
-//     TensorParallel, weight_grad_queue.hpp);
+//     LinearHook, weight_grad_queue.hpp);
 //   EP: ep > 1 on a dense model, ep not dividing the experts or dp·cp, ZeRO-1 with ep > 1.
 void check_layout_5d(const Layout5d& layout, int world_size, const ModelConfig& model, std::int64_t seq);
 

@@ -19,15 +19,15 @@ Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d la
                                                                             .ep = layout_.ep}));
   // The parallelisms that change the layers, each over its group.
   ModelOptions options = cfg.model_options();
-  options.tensor_parallel = &queue_;  // the single-device ops (B / W split on demand) ...
+  options.linears = &queue_;  // the single-device ops (B / W split on demand) ...
   if (layout_.tp > 1) {               // ... or Megatron's blocks
     tp_ = std::make_unique<ch06::MegatronTp>(mesh_->tp(), /*sequence_parallel=*/false, cfg.model.vocab);
-    options.tensor_parallel = tp_.get();
+    options.linears = tp_.get();
   }
   if (layout_.cp > 1) {
     attention_ = ch07::make_cp_attention(layout_.attention, mesh_->cp(), layout_.sharding,
                                          cfg.model.heads / layout_.tp, cfg.model.kv_heads / layout_.tp);
-    options.context_parallel = attention_.get();
+    options.attention = attention_.get();
     positions_ = ch07::rank_positions(layout_.sharding, cfg.seq, layout_.cp, mesh_->cp().rank());
   }
   if (layout_.ep > 1) {

@@ -13,7 +13,7 @@ TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flas
   params.init(cfg.seed);
   FlashModelAttention attention(tiles);
   ModelOptions options = cfg.model_options();
-  if (flash) options.context_parallel = &attention;
+  if (flash) options.attention = &attention;
   Model model(params, options);
   AdamW optimizer(params, cfg.adamw);
   TrainingRun run;

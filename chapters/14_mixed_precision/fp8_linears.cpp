@@ -51,14 +51,14 @@ Tensor Fp8Linears::quantized(const Tensor& t, Kind kind) {
 }
 
 void Fp8Linears::column_forward(const Tensor& x, const std::vector<Tensor>& w, std::vector<Tensor>& y) {
-  if (w.size() == 1 && is_head(w[0])) return SingleDevice::column_forward(x, w, y);
+  if (w.size() == 1 && is_head(w[0])) return UnsplitLinears::column_forward(x, w, y);
   const Tensor xq = quantized(x, Kind::activation);
   for (std::size_t i = 0; i < w.size(); ++i) ops::matmul_forward(xq, quantized(w[i], Kind::weight), y[i]);
 }
 
 void Fp8Linears::column_backward(const std::vector<Tensor>& dy, const Tensor& x, const std::vector<Tensor>& w,
                                  std::vector<Tensor>& dw, Tensor& dx) {
-  if (w.size() == 1 && is_head(w[0])) return SingleDevice::column_backward(dy, x, w, dw, dx);
+  if (w.size() == 1 && is_head(w[0])) return UnsplitLinears::column_backward(dy, x, w, dw, dx);
   const Tensor xq = quantized(x, Kind::activation);
   for (std::size_t i = w.size(); i-- > 0;)
     ops::matmul_backward(quantized(dy[i], Kind::gradient), xq, quantized(w[i], Kind::weight), dx, dw[i],
@@ -80,7 +80,7 @@ Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& d
   Fp8Linears linears(scaling, cfg.model.vocab);
   ModelOptions options = cfg.model_options();
   options.activation_dtype = DType::f32;
-  options.tensor_parallel = &linears;
+  options.linears = &linears;
   Model model(params, options);
   AdamW optimizer(params, cfg.adamw);
   Fp8Run run;

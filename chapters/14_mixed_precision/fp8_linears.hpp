@@ -5,8 +5,8 @@
 //   backward  dx = Q_e5m2(dy) · Q_e4m3(w),  dw += Q_e5m2(dy)ᵀ · Q_e4m3(x)
 // e4m3 for what the forward reads (resolution), e5m2 for gradients (range). The embedding, the
 // norms, attention's softmax, the LM head and the loss stay in fp32, as in DeepSeek-V3.
-// It plugs in through the decoder's TensorParallel interface (the hook around every linear
-// block): a SingleDevice (no split) whose linear blocks quantise.
+// It plugs in through the decoder's LinearHook interface (the hook around every linear
+// block): an UnsplitLinears (no split) whose linear blocks quantise.
 //
 // Scaling recipes (Q above):
 //   direct      no scale: values cast as they are (the "naive" FP8: gradients of 1e-6 flush to
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/data/dataset.hpp"
-#include "common/model/tensor_parallel.hpp"
+#include "common/model/linear_hook.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch14 {
@@ -34,7 +34,7 @@ struct QuantStats {
   double flushed_fraction() const { return nonzero ? static_cast<double>(flushed) / static_cast<double>(nonzero) : 0.0; }
 };
 
-class Fp8Linears final : public SingleDevice {
+class Fp8Linears final : public UnsplitLinears {
  public:
   // head_rows: the LM head's output rows (the vocabulary): a column block with a weight of that
   // many rows is the head, kept in fp32.

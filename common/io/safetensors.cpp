@@ -114,94 +114,97 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 
 // ---- reading -------------------------------------------------------------------------------
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const std::string me = quoted(path);
-  require_input_file(path, "safetensors file");
-  std::error_code ec;
-  file_size_ = std::filesystem::file_size(path, ec);
-  if (ec) throw UsageError(me + " could not be read: " + ec.message());
+namespace {
+
+// The header's JSON text: the file starts with its length N (8 bytes, little-endian), then N
+// bytes of header; me names the file in messages.
+std::string read_header_text(const std::string& path, const std::string& me, std::uint64_t file_size) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(me + " could not be opened");
-
-  if (file_size_ < 8)
-    throw UsageError(me + " is truncated: " + std::to_string(file_size_) + " bytes, less than the 8-byte header length");
+  if (file_size < 8)
+    throw UsageError(me + " is truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
   unsigned char len_bytes[8];
   in.read(reinterpret_cast<char*>(len_bytes), 8);
   const std::uint64_t n = get_u64_le(len_bytes);
   if (n > kMaxHeaderBytes)
     throw UsageError(me + " is corrupt: header length " + std::to_string(n) + " exceeds the format's 100 MB limit");
-  if (n > file_size_ - 8)
+  if (n > file_size - 8)
     throw UsageError(me + " is truncated: the header needs " + std::to_string(n) + " bytes but only " +
-                     std::to_string(file_size_ - 8) + " follow the length field");
+                     std::to_string(file_size - 8) + " follow the length field");
   std::string text(static_cast<std::size_t>(n), '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   if (static_cast<std::uint64_t>(in.gcount()) != n) throw UsageError(me + " could not be read");
-  data_offset_ = 8 + n;
-  const std::uint64_t data_size = file_size_ - data_offset_;
+  return text;
+}
 
-  if (text.empty() || text[0] != '{') throw UsageError(me + " is corrupt: the header does not start with '{'");
-  const JsonValue root = parse_json(text, me + " header");
-
-  for (const auto& [name, info] : root.items()) {
-    if (name == "__metadata__") {
-      if (!info.is_object()) throw UsageError(me + ": __metadata__ must be an object of strings");
-      for (const auto& [k, v] : info.items()) {
-        if (!v.is_string()) throw UsageError(me + ": __metadata__ value of '" + k + "' must be a string");
-        metadata_[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    const std::string where = me + ": tensor '" + name + "'";
-    if (!info.is_object()) throw UsageError(where + ": entry must be an object");
-    for (const auto& [k, v] : info.items())
-      if (k != "dtype" && k != "shape" && k != "data_offsets")
-        throw UsageError(where + ": unexpected key '" + k + "'");
-    if (!info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
-      throw UsageError(where + ": entry needs dtype, shape and data_offsets");
-    const JsonValue& dt = info.at("dtype");
-    const JsonValue& sh = info.at("shape");
-    const JsonValue& off = info.at("data_offsets");
-
-    SafetensorsEntry e;
-    e.name = name;
-    if (!dt.is_string()) throw UsageError(where + ": dtype must be a string");
-    const std::string dtype_text = dt.get<std::string>();
-    if (!parse_safetensors_dtype(dtype_text, e.dtype))
-      throw UsageError(where + ": dtype " + dtype_text + " is not supported (F32, BF16, F16, I32, F8_E4M3, F8_E5M2)");
-
-    if (!sh.is_array()) throw UsageError(where + ": shape must be an array");
-    std::uint64_t numel = 1;
-    bool overflow = false;
-    for (const JsonValue& d : sh) {
-      // nlohmann holds a non-negative integer literal as unsigned; "-1", "2.0", "1e3" are not.
-      if (!d.is_number_unsigned()) throw UsageError(where + ": shape entries must be non-negative integers");
-      const std::uint64_t dim = d.get<std::uint64_t>();
-      if (dim > static_cast<std::uint64_t>(INT64_MAX)) overflow = true;
-      if (dim != 0 && numel > UINT64_MAX / dim) overflow = true;
-      numel *= dim;
-      e.shape.push_back(static_cast<std::int64_t>(dim));
-    }
-    const std::uint64_t esize = dtype_size(e.dtype);
-    if (overflow || numel > UINT64_MAX / esize) throw UsageError(where + ": shape is too large");
-
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      throw UsageError(where + ": data_offsets must be [begin, end], two non-negative integers");
-    e.begin = off[0].get<std::uint64_t>();
-    e.end = off[1].get<std::uint64_t>();
-    if (e.end < e.begin) throw UsageError(where + ": data_offsets end < begin");
-    if (e.end - e.begin != numel * esize)
-      throw UsageError(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                       ") hold " + std::to_string(e.end - e.begin) + " bytes, but shape " + shape_str(e.shape) +
-                       " of " + dtype_text + " needs " + std::to_string(numel * esize));
-    if (e.end > data_size)
-      throw UsageError(me + " is truncated: tensor '" + name + "' needs data bytes [" + std::to_string(e.begin) +
-                       ", " + std::to_string(e.end) + ") but the file holds " + std::to_string(data_size));
-    entries_.push_back(std::move(e));
+// The header's __metadata__: an object of strings.
+std::map<std::string, std::string> parse_metadata(const std::string& me, const JsonValue& info) {
+  if (!info.is_object()) throw UsageError(me + ": __metadata__ must be an object of strings");
+  std::map<std::string, std::string> metadata;
+  for (const auto& [k, v] : info.items()) {
+    if (!v.is_string()) throw UsageError(me + ": __metadata__ value of '" + k + "' must be a string");
+    metadata[k] = v.get<std::string>();
   }
+  return metadata;
+}
 
-  // The tensors must tile the data buffer exactly: no holes, no overlaps, nothing after.
+// One tensor's header entry {dtype, shape, data_offsets}, checked: a dtype we read, a shape
+// whose bytes fit in 64 bits, offsets that hold exactly those bytes within the data_size bytes
+// of data.
+SafetensorsEntry parse_entry(const std::string& me, const std::string& name, const JsonValue& info,
+                             std::uint64_t data_size) {
+  const std::string where = me + ": tensor '" + name + "'";
+  if (!info.is_object()) throw UsageError(where + ": entry must be an object");
+  for (const auto& [k, v] : info.items())
+    if (k != "dtype" && k != "shape" && k != "data_offsets")
+      throw UsageError(where + ": unexpected key '" + k + "'");
+  if (!info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
+    throw UsageError(where + ": entry needs dtype, shape and data_offsets");
+  const JsonValue& dt = info.at("dtype");
+  const JsonValue& sh = info.at("shape");
+  const JsonValue& off = info.at("data_offsets");
+
+  SafetensorsEntry e;
+  e.name = name;
+  if (!dt.is_string()) throw UsageError(where + ": dtype must be a string");
+  const std::string dtype_text = dt.get<std::string>();
+  if (!parse_safetensors_dtype(dtype_text, e.dtype))
+    throw UsageError(where + ": dtype " + dtype_text + " is not supported (F32, BF16, F16, I32, F8_E4M3, F8_E5M2)");
+
+  if (!sh.is_array()) throw UsageError(where + ": shape must be an array");
+  std::uint64_t numel = 1;
+  bool overflow = false;
+  for (const JsonValue& d : sh) {
+    // nlohmann holds a non-negative integer literal as unsigned; "-1", "2.0", "1e3" are not.
+    if (!d.is_number_unsigned()) throw UsageError(where + ": shape entries must be non-negative integers");
+    const std::uint64_t dim = d.get<std::uint64_t>();
+    if (dim > static_cast<std::uint64_t>(INT64_MAX)) overflow = true;
+    if (dim != 0 && numel > UINT64_MAX / dim) overflow = true;
+    numel *= dim;
+    e.shape.push_back(static_cast<std::int64_t>(dim));
+  }
+  const std::uint64_t esize = dtype_size(e.dtype);
+  if (overflow || numel > UINT64_MAX / esize) throw UsageError(where + ": shape is too large");
+
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw UsageError(where + ": data_offsets must be [begin, end], two non-negative integers");
+  e.begin = off[0].get<std::uint64_t>();
+  e.end = off[1].get<std::uint64_t>();
+  if (e.end < e.begin) throw UsageError(where + ": data_offsets end < begin");
+  if (e.end - e.begin != numel * esize)
+    throw UsageError(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                     ") hold " + std::to_string(e.end - e.begin) + " bytes, but shape " + shape_str(e.shape) +
+                     " of " + dtype_text + " needs " + std::to_string(numel * esize));
+  if (e.end > data_size)
+    throw UsageError(me + " is truncated: tensor '" + name + "' needs data bytes [" + std::to_string(e.begin) +
+                     ", " + std::to_string(e.end) + ") but the file holds " + std::to_string(data_size));
+  return e;
+}
+
+// The tensors must tile the data buffer exactly: no holes, no overlaps, nothing after.
+void check_tiling(const std::string& me, const std::vector<SafetensorsEntry>& entries, std::uint64_t data_size) {
   std::vector<const SafetensorsEntry*> by_offset;
-  for (const auto& e : entries_) by_offset.push_back(&e);
+  for (const auto& e : entries) by_offset.push_back(&e);
   std::stable_sort(by_offset.begin(), by_offset.end(),
                    [](const SafetensorsEntry* a, const SafetensorsEntry* b) {
                      return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
@@ -217,6 +220,27 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   if (covered != data_size)
     throw UsageError(me + " is corrupt: " + std::to_string(data_size - covered) +
                      " bytes after the last tensor's data");
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  const std::string me = quoted(path);
+  require_input_file(path, "safetensors file");
+  std::error_code ec;
+  file_size_ = std::filesystem::file_size(path, ec);
+  if (ec) throw UsageError(me + " could not be read: " + ec.message());
+  const std::string text = read_header_text(path, me, file_size_);
+  data_offset_ = 8 + text.size();
+  const std::uint64_t data_size = file_size_ - data_offset_;
+
+  if (text.empty() || text[0] != '{') throw UsageError(me + " is corrupt: the header does not start with '{'");
+  const JsonValue root = parse_json(text, me + " header");
+  for (const auto& [name, info] : root.items()) {
+    if (name == "__metadata__") metadata_ = parse_metadata(me, info);
+    else entries_.push_back(parse_entry(me, name, info, data_size));
+  }
+  check_tiling(me, entries_, data_size);
 }
 
 bool SafetensorsFile::has(const std::string& name) const {

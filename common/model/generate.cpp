@@ -47,7 +47,7 @@ Generation generate(ParamStore& params, const std::vector<std::int32_t>& prompt,
   KvCache cache(c, P + n, params.dtype(), params.device());
   ModelOptions options;
   options.activation_dtype = params.dtype();
-  options.context_parallel = &cache;
+  options.attention = &cache;
   Model model(params, options);
 
   Generation g;

@@ -8,7 +8,7 @@
 // memory is made of: 2 (K and V) · L layers · T tokens · G kv heads · D · bytes per value, per
 // sequence (bytes()); GQA's G < H is there to shrink it.
 //
-// The cache plugs into the model as its ContextParallel (context_parallel.hpp): chapter 07 splits
+// The cache plugs into the model as its AttentionHook (attention_hook.hpp): chapter 07 splits
 // a sequence over ranks, the cache splits it over time, and both give the model the same two
 // things, each new token's position in the whole sequence (positions()) and an attention over
 // keys it does not hold itself (attention_forward: this call's keys are appended to the layer's
@@ -16,7 +16,7 @@
 // at position p seeing keys at positions <= p). So Model::forward_logits runs unchanged:
 //
 //   KvCache cache(config, max_tokens, DType::f32, Device::cpu());
-//   Model model(params, {.context_parallel = &cache});
+//   Model model(params, {.attention = &cache});
 //   cache.begin(prompt_len); model.forward_logits(prompt);     // the prompt at once (prefill)
 //   cache.begin(1);          model.forward_logits(next_token); // then one token per call
 //
@@ -29,12 +29,12 @@
 #include <vector>
 
 #include "common/model/config.hpp"
-#include "common/model/context_parallel.hpp"
+#include "common/model/attention_hook.hpp"
 #include "common/tensor.hpp"
 
 namespace usp {
 
-class KvCache final : public ContextParallel {
+class KvCache final : public AttentionHook {
  public:
   // K and V of every layer for up to max_tokens tokens, [max_tokens, G, D] each, in `dtype` (the
   // model's activation dtype) on `device`; MemCategory::Activation.

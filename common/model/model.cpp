@@ -21,7 +21,7 @@ struct LayerSaved {
   Tensor h1, rstd1;     // [n, C], [n] f32: input RMSNorm output and 1/rms
   Tensor q, k, v;       // [N, Q], [N, K], [N, K]: projections, q and k after RoPE
   Tensor probs;         // [B, H, T, T]: attention probabilities (Recompute::none only), or under
-                        // context parallelism what its attention keeps (ContextParallel::saved)
+                        // context parallelism what its attention keeps (AttentionHook::saved)
   Tensor a;             // [N, Q]  attention output, the o_proj input
   Tensor x2;            // [n, C]  residual after attention
   Tensor h2, rstd2;     // [n, C], [n] f32: post-attention RMSNorm
@@ -41,7 +41,7 @@ struct HeadSaved {
   Tensor xf;            // [n, C]  the last layer's output
   Tensor hf, rstdf;     // [n, C], [n] f32: final RMSNorm
   Tensor logits;        // [N, V]  (this rank's V/t vocabulary columns under tensor parallelism)
-  Tensor loss_state;    // whatever the loss's backward needs (TensorParallel::loss_forward)
+  Tensor loss_state;    // whatever the loss's backward needs (LinearHook::loss_forward)
 
   std::int64_t bytes() const {
     std::int64_t n = 0;
@@ -140,24 +140,82 @@ struct LayerDims {
   std::int64_t N, n, C, H, G, D, F;
 };
 
-LayerDims layer_dims(const ParamStore& P, const TensorParallel& tp, std::int64_t N) {
+LayerDims layer_dims(const ParamStore& P, const LinearHook& linears, std::int64_t N) {
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(P, 0);
   const std::int64_t D = c.head_dim();
-  return {N, tp.stream_rows(N), c.hidden, P.infos()[ip.q].shape[0] / D, P.infos()[ip.k].shape[0] / D, D,
+  return {N, linears.stream_rows(N), c.hidden, P.infos()[ip.q].shape[0] / D, P.infos()[ip.k].shape[0] / D, D,
           c.is_moe() ? c.ffn : P.infos()[ip.gate].shape[0]};
+}
+
+// What every layer of one pass shares: the parameters, the parallelisms the model plugs in
+// (attention null: the ops' attention over the tokens here), the batch's B and T, the activation dtype, and the
+// probabilities' maker (empty: the ops' own softmax).
+struct LayerContext {
+  ParamStore& P;
+  LinearHook& linears;
+  AttentionHook* attention;
+  ExpertParallel& ep;
+  ResidualNorm& rn;
+  const AttentionProbs& make_probs;
+  std::int64_t B, T;
+  DType adt;
+};
+
+// a4 [B, T, H, D] = attention over q4 [B, T, H, D], k4, v4 [B, T, G, D] (after RoPE), by the
+// attention the model has: context-parallel, from the probabilities' maker, or the core's op.
+// Returns what the layer keeps of it as `keep` says (undefined: nothing; the probabilities are
+// then a Temporary).
+Tensor attend(const LayerContext& ctx, const Tensor& q4, const Tensor& k4, const Tensor& v4, Keep keep, Tensor& a4) {
+  const bool keep_all = keep == Keep::everything || keep == Keep::no_probs;
+  Tensor probs;
+  if (ctx.attention) {
+    ctx.attention->attention_forward(q4, k4, v4, a4, probs);  // probs: what the hook's attention keeps
+    if (!keep_all) probs = Tensor();
+  } else if (ctx.make_probs) {
+    // out = P·v from the f32 probabilities, as attention_forward does; the kept copy is rounded.
+    const Tensor p32 = probs_from(ctx.make_probs, q4, k4);
+    ops::attention_forward_from_probs(p32, v4, a4);
+    if (keep == Keep::everything) probs = stored_as(p32, ctx.adt, MemCategory::Activation);
+  } else {
+    const std::int64_t B = q4.dim(0), T = q4.dim(1), H = q4.dim(2);
+    if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, ctx.adt, MemCategory::Activation, q4.device());
+    ops::attention_forward(q4, k4, v4, a4, probs);
+  }
+  return probs;
+}
+
+// y [n, C] = the layer's MLP of h2 [n, C]: with experts the mixture of experts (moe.hpp: y = Σ
+// over the token's kept experts of weight · expert(h2), its state in moe); else the dense SwiGLU
+// z·Wdᵀ, z = silu(h2·Wgᵀ) ⊙ h2·Wuᵀ, through the tensor-parallel blocks, g, u, z [N, F] made in `cat`.
+void mlp_forward(const LayerContext& ctx, const LayerParams& ip, const LayerDims& d, const Tensor& h2, bool keep_all,
+                 MemCategory cat, Tensor& y, Tensor& g, Tensor& u, Tensor& z, MoeSaved& moe) {
+  const ParamStore& P = ctx.P;
+  if (P.config().is_moe()) {
+    moe_forward(P.config(), ctx.ep, moe_weights(P, ip), h2, keep_all, y, moe);
+    return;
+  }
+  g = Tensor::empty({d.N, d.F}, ctx.adt, cat, h2.device());
+  u = Tensor::empty({d.N, d.F}, ctx.adt, cat, h2.device());
+  z = Tensor::empty({d.N, d.F}, ctx.adt, cat, h2.device());
+  {
+    std::vector<Tensor> gu = {g, u};
+    ctx.linears.column_forward(h2, {P.param(ip.gate), P.param(ip.up)}, gu);
+  }
+  ops::swiglu_forward(g, u, z);
+  ctx.linears.row_forward(z, P.param(ip.down), y);
 }
 
 // One decoder layer forward: x [N, C] -> returns y [N, C] (an Activation: the next unit's input).
 // Fills s with what backward needs, as `keep` says.
-Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, ResidualNorm& rn,
-                     std::int64_t layer,
-                     const Tensor& x,
-                     std::int64_t B, std::int64_t T, DType adt, Keep keep, const AttentionProbs& make_probs,
-                     LayerSaved& s) {
+Tensor forward_layer(const LayerContext& ctx, std::int64_t layer, const Tensor& x, Keep keep, LayerSaved& s) {
+  const ParamStore& P = ctx.P;
   const ModelConfig& c = P.config();
   const LayerParams ip = layer_params(P, layer);
-  const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
+  const LayerDims d = layer_dims(P, ctx.linears, ctx.B * ctx.T);
+  const auto [N, n, C, H, G, D, F] = d;
+  const std::int64_t B = ctx.B, T = ctx.T;
+  const DType adt = ctx.adt;
   const float eps = static_cast<float>(c.norm_eps);
   // Kept tensors are Activations; the rest are Temporaries freed when this function returns.
   const bool keep_all = keep == Keep::everything || keep == Keep::no_probs;
@@ -171,48 +229,25 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
   Tensor q = make({N, H * D}, adt), k = make({N, G * D}, adt), v = make({N, G * D}, adt);
   {
     std::vector<Tensor> qkv = {q, k, v};
-    tp.column_forward(h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, qkv);
+    ctx.linears.column_forward(h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, qkv);
   }
   Tensor q4 = q.reshape({B, T, H, D}), k4 = k.reshape({B, T, G, D}), v4 = v.reshape({B, T, G, D});
-  const Tensor positions = cp ? cp->positions(T) : Tensor();  // undefined: 0..T-1
+  const Tensor positions = ctx.attention ? ctx.attention->positions(T) : Tensor();  // undefined: 0..T-1
   ops::rope_forward(q4, c.rope_theta, positions);
   ops::rope_forward(k4, c.rope_theta, positions);
 
-  Tensor probs;  // undefined: the attention keeps its probabilities in a Temporary
   Tensor a = make({N, H * D}, adt);
   Tensor a4 = a.reshape({B, T, H, D});
-  if (cp) {
-    cp->attention_forward(q4, k4, v4, a4, probs);  // probs: what the context-parallel attention keeps
-  } else if (make_probs) {
-    // out = P·v from the f32 probabilities, as attention_forward does; the kept copy is rounded.
-    const Tensor p32 = probs_from(make_probs, q4, k4);
-    ops::attention_forward_from_probs(p32, v4, a4);
-    if (keep == Keep::everything) probs = stored_as(p32, adt, MemCategory::Activation);
-  } else {
-    if (keep == Keep::everything) probs = Tensor::empty({B, H, T, T}, adt, MemCategory::Activation, dev);
-    ops::attention_forward(q4, k4, v4, a4, probs);
-  }
-  if (cp && !keep_all) probs = Tensor();
+  const Tensor probs = attend(ctx, q4, k4, v4, keep, a4);
 
   Tensor x2 = make({n, C}, adt);
-  tp.row_forward(a, P.param(ip.o), x2);
+  ctx.linears.row_forward(a, P.param(ip.o), x2);
   // x2 = x + a·Woᵀ ; h2 = rmsnorm(x2)
   Tensor h2 = make({n, C}, adt), rstd2 = make({n});
-  rn.forward(x2, x, P.param(ip.post_norm), h2, rstd2, eps);
+  ctx.rn.forward(x2, x, P.param(ip.post_norm), h2, rstd2, eps);
   Tensor y = Tensor::empty({n, C}, adt, keep == Keep::nothing ? MemCategory::Temporary : MemCategory::Activation, dev);
   Tensor g, u, z;
-  if (c.is_moe()) {
-    // The mixture of experts (moe.hpp): y = Σ over the token's kept experts of weight · expert(h2).
-    moe_forward(c, ep, moe_weights(P, ip), h2, keep_all, y, s.moe);
-  } else {
-    g = make({N, F}, adt), u = make({N, F}, adt), z = make({N, F}, adt);
-    {
-      std::vector<Tensor> gu = {g, u};
-      tp.column_forward(h2, {P.param(ip.gate), P.param(ip.up)}, gu);
-    }
-    ops::swiglu_forward(g, u, z);
-    tp.row_forward(z, P.param(ip.down), y);
-  }
+  mlp_forward(ctx, ip, d, h2, keep_all, cat, y, g, u, z, s.moe);
   ops::add_inplace(y, x2);
 
   if (keep != Keep::nothing) s.x = x;
@@ -227,99 +262,119 @@ Tensor forward_layer(const ParamStore& P, TensorParallel& tp, ContextParallel* c
   return y;
 }
 
-// One decoder layer backward. dy [N, C] f32 is the gradient of the layer output; on return it
-// holds the gradient of the layer input (the residual stream carries it through in place).
-// Parameter gradients are accumulated; each saved tensor is released once it has been used.
-void backward_layer(ParamStore& P, TensorParallel& tp, ContextParallel* cp, ExpertParallel& ep, ResidualNorm& rn,
-                    std::int64_t layer,
-                    LayerSaved& s, Tensor& dy, std::int64_t B, std::int64_t T, float aux_scale, const ModelHooks& hooks) {
+void grad_ready(const ModelHooks& hooks, int param_index) {
+  if (hooks.grad_ready) hooks.grad_ready(param_index);
+}
+
+// The layer's MLP half backward: y = x2 + mlp(h2), h2 = rmsnorm(x2). dy [n, C] f32 holds the
+// gradient of y on entry, of x2 on return (the residual carries it through in place).
+void backward_mlp_half(const LayerContext& ctx, const LayerParams& ip, const LayerDims& d, LayerSaved& s, Tensor& dy,
+                       float aux_scale, const ModelHooks& hooks) {
+  ParamStore& P = ctx.P;
   const ModelConfig& c = P.config();
-  const LayerParams ip = layer_params(P, layer);
-  const auto [N, n, C, H, G, D, F] = layer_dims(P, tp, B * T);
+  const auto [N, n, C, H, G, D, F] = d;
   auto tmp = [dev = dy.device()](Shape shape) {
     return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev);
   };
-  auto ready = [&](int i) { if (hooks.grad_ready) hooks.grad_ready(i); };
+  auto ready = [&](int i) { grad_ready(hooks, i); };
+  Tensor dh2 = tmp({n, C});
+  if (c.is_moe()) {
+    MoeWeights w = moe_weights(P, ip);
+    moe_backward(c, ctx.ep, w, s.h2, dy, aux_scale, s.moe, dh2);
+    const int last_expert_param = ip.expert0 + 3 * static_cast<int>(w.w1.size()) - 1;
+    for (int i = last_expert_param; i >= ip.router; --i) ready(i);
+  } else {
+    // mlp = z·Wdᵀ
+    Tensor dz = tmp({N, F});
+    Tensor dWd = P.grad(ip.down);
+    ctx.linears.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
+    ready(ip.down);
+    s.z = Tensor();
+    // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
+    Tensor dg = tmp({N, F}), du = tmp({N, F});
+    ops::swiglu_backward(dz, s.g, s.u, dg, du);
+    s.g = Tensor();
+    s.u = Tensor();
+    {
+      std::vector<Tensor> dW = {P.grad(ip.gate), P.grad(ip.up)};
+      ctx.linears.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
+    }
+    ready(ip.up);
+    ready(ip.gate);
+  }
+  s.h2 = Tensor();
+  // h2 = rmsnorm(x2): dx2 = dy (residual) + rmsnorm'(dh2)
+  Tensor dwp = P.grad(ip.post_norm);
+  ctx.rn.backward(dh2, s.x2, P.param(ip.post_norm), s.rstd2, dy, dwp);
+  ready(ip.post_norm);
+  s.x2 = Tensor();
+  s.rstd2 = Tensor();
+}
 
-  // y = x2 + mlp(h2)
+// The layer's attention half backward: x2 = x + a·Woᵀ, a = attention(q, k, v), q, k, v from
+// h1 = rmsnorm(x). dy [n, C] f32 holds the gradient of x2 on entry, of x on return.
+void backward_attention_half(const LayerContext& ctx, const LayerParams& ip, const LayerDims& d, LayerSaved& s,
+                             Tensor& dy, const ModelHooks& hooks) {
+  ParamStore& P = ctx.P;
+  const ModelConfig& c = P.config();
+  const auto [N, n, C, H, G, D, F] = d;
+  const std::int64_t B = ctx.B, T = ctx.T;
+  auto tmp = [dev = dy.device()](Shape shape) {
+    return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev);
+  };
+  auto ready = [&](int i) { grad_ready(hooks, i); };
+  Tensor da = tmp({N, H * D});
+  Tensor dWo = P.grad(ip.o);
+  ctx.linears.row_backward(dy, s.a, P.param(ip.o), da, dWo);
+  ready(ip.o);
+  if (!ctx.attention) s.a = Tensor();  // an attention hook's backward reads its output
+  // a = attention(q, k, v)
+  Tensor dq = tmp({N, H * D}), dk = tmp({N, G * D}), dv = tmp({N, G * D});
   {
-    Tensor dh2 = tmp({n, C});
-    if (c.is_moe()) {
-      MoeWeights w = moe_weights(P, ip);
-      moe_backward(c, ep, w, s.h2, dy, aux_scale, s.moe, dh2);
-      const int last_expert_param = ip.expert0 + 3 * static_cast<int>(w.w1.size()) - 1;
-      for (int i = last_expert_param; i >= ip.router; --i) ready(i);
+    Tensor da4 = da.reshape({B, T, H, D}), q4 = s.q.reshape({B, T, H, D});
+    Tensor k4 = s.k.reshape({B, T, G, D}), v4 = s.v.reshape({B, T, G, D});
+    Tensor dq4 = dq.reshape({B, T, H, D}), dk4 = dk.reshape({B, T, G, D}), dv4 = dv.reshape({B, T, G, D});
+    const Tensor positions = ctx.attention ? ctx.attention->positions(T) : Tensor();
+    if (ctx.attention) {
+      ctx.attention->attention_backward(da4, q4, k4, v4, s.a.reshape({B, T, H, D}), s.probs, dq4, dk4, dv4);
+      s.a = Tensor();
     } else {
-      // mlp = z·Wdᵀ
-      Tensor dz = tmp({N, F});
-      Tensor dWd = P.grad(ip.down);
-      tp.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
-      ready(ip.down);
-      s.z = Tensor();
-      // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
-      Tensor dg = tmp({N, F}), du = tmp({N, F});
-      ops::swiglu_backward(dz, s.g, s.u, dg, du);
-      s.g = Tensor();
-      s.u = Tensor();
-      {
-        std::vector<Tensor> dW = {P.grad(ip.gate), P.grad(ip.up)};
-        tp.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
-      }
-      ready(ip.up);
-      ready(ip.gate);
+      ops::attention_backward(da4, q4, k4, v4, s.probs, dq4, dk4, dv4);
     }
-    s.h2 = Tensor();
-    // h2 = rmsnorm(x2): dx2 = dy (residual) + rmsnorm'(dh2)
-    Tensor dwp = P.grad(ip.post_norm);
-    rn.backward(dh2, s.x2, P.param(ip.post_norm), s.rstd2, dy, dwp);
-    ready(ip.post_norm);
-    s.x2 = Tensor();
-    s.rstd2 = Tensor();
+    s.probs = Tensor();
+    s.v = Tensor();
+    ops::rope_backward(dq4, c.rope_theta, positions);
+    ops::rope_backward(dk4, c.rope_theta, positions);
   }
-  // x2 = x + a·Woᵀ
+  // q, k, v = h1·Wqᵀ, h1·Wkᵀ, h1·Wvᵀ (reverse parameter order: v, k, q)
+  Tensor dh1 = tmp({n, C});
   {
-    Tensor da = tmp({N, H * D});
-    Tensor dWo = P.grad(ip.o);
-    tp.row_backward(dy, s.a, P.param(ip.o), da, dWo);
-    ready(ip.o);
-    if (!cp) s.a = Tensor();  // context-parallel attention's backward reads its output
-    // a = attention(q, k, v)
-    Tensor dq = tmp({N, H * D}), dk = tmp({N, G * D}), dv = tmp({N, G * D});
-    {
-      Tensor da4 = da.reshape({B, T, H, D}), q4 = s.q.reshape({B, T, H, D});
-      Tensor k4 = s.k.reshape({B, T, G, D}), v4 = s.v.reshape({B, T, G, D});
-      Tensor dq4 = dq.reshape({B, T, H, D}), dk4 = dk.reshape({B, T, G, D}), dv4 = dv.reshape({B, T, G, D});
-      const Tensor positions = cp ? cp->positions(T) : Tensor();
-      if (cp) {
-        cp->attention_backward(da4, q4, k4, v4, s.a.reshape({B, T, H, D}), s.probs, dq4, dk4, dv4);
-        s.a = Tensor();
-      } else {
-        ops::attention_backward(da4, q4, k4, v4, s.probs, dq4, dk4, dv4);
-      }
-      s.probs = Tensor();
-      s.v = Tensor();
-      ops::rope_backward(dq4, c.rope_theta, positions);
-      ops::rope_backward(dk4, c.rope_theta, positions);
-    }
-    // q, k, v = h1·Wqᵀ, h1·Wkᵀ, h1·Wvᵀ (reverse parameter order: v, k, q)
-    Tensor dh1 = tmp({n, C});
-    {
-      std::vector<Tensor> dW = {P.grad(ip.q), P.grad(ip.k), P.grad(ip.v)};
-      tp.column_backward({dq, dk, dv}, s.h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, dW, dh1);
-    }
-    ready(ip.v);
-    ready(ip.k);
-    ready(ip.q);
-    s.q = Tensor();
-    s.k = Tensor();
-    s.h1 = Tensor();
-    // h1 = rmsnorm(x): dx = dx2 (residual) + rmsnorm'(dh1)
-    Tensor dwi = P.grad(ip.input_norm);
-    ops::rmsnorm_backward(dh1, s.x, P.param(ip.input_norm), s.rstd1, dy, dwi);
-    ready(ip.input_norm);
-    s.x = Tensor();
-    s.rstd1 = Tensor();
+    std::vector<Tensor> dW = {P.grad(ip.q), P.grad(ip.k), P.grad(ip.v)};
+    ctx.linears.column_backward({dq, dk, dv}, s.h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, dW, dh1);
   }
+  ready(ip.v);
+  ready(ip.k);
+  ready(ip.q);
+  s.q = Tensor();
+  s.k = Tensor();
+  s.h1 = Tensor();
+  // h1 = rmsnorm(x): dx = dx2 (residual) + rmsnorm'(dh1)
+  Tensor dwi = P.grad(ip.input_norm);
+  ops::rmsnorm_backward(dh1, s.x, P.param(ip.input_norm), s.rstd1, dy, dwi);
+  ready(ip.input_norm);
+  s.x = Tensor();
+  s.rstd1 = Tensor();
+}
+
+// One decoder layer backward. dy [N, C] f32 is the gradient of the layer output; on return it
+// holds the gradient of the layer input (the residual stream carries it through in place).
+// Parameter gradients are accumulated; each saved tensor is released once it has been used.
+void backward_layer(const LayerContext& ctx, std::int64_t layer, LayerSaved& s, Tensor& dy, float aux_scale,
+                    const ModelHooks& hooks) {
+  const LayerParams ip = layer_params(ctx.P, layer);
+  const LayerDims d = layer_dims(ctx.P, ctx.linears, ctx.B * ctx.T);
+  backward_mlp_half(ctx, ip, d, s, dy, aux_scale, hooks);
+  backward_attention_half(ctx, ip, d, s, dy, hooks);
 }
 
 int head_weight_index(const ParamStore& P) {
@@ -332,7 +387,7 @@ int final_norm_index(const ParamStore& P) {
 
 // Head forward: x [n, C] (the stream rows held) -> logits [N, V] (this rank's vocabulary
 // columns under tensor parallelism), kept in h.logits when keep is true.
-Tensor forward_head(const ParamStore& P, TensorParallel& tp, const Tensor& x, std::int64_t N, DType adt, bool keep,
+Tensor forward_head(const ParamStore& P, LinearHook& linears, const Tensor& x, std::int64_t N, DType adt, bool keep,
                     HeadSaved& h) {
   const ModelConfig& c = P.config();
   const std::int64_t n = x.dim(0), C = c.hidden, V = P.infos()[static_cast<std::size_t>(head_weight_index(P))].shape[0];
@@ -342,7 +397,7 @@ Tensor forward_head(const ParamStore& P, TensorParallel& tp, const Tensor& x, st
   Tensor logits = Tensor::empty({N, V}, adt, cat, x.device());
   {
     std::vector<Tensor> out = {logits};
-    tp.column_forward(hf, {P.param(head_weight_index(P))}, out);
+    linears.column_forward(hf, {P.param(head_weight_index(P))}, out);
   }
   if (keep) {
     h.xf = x;
@@ -351,6 +406,81 @@ Tensor forward_head(const ParamStore& P, TensorParallel& tp, const Tensor& x, st
     h.logits = logits;
   }
   return logits;
+}
+
+// What forward_stage needs of its input: the tokens on the first stage, the previous stage's
+// output x [n, C] on the others, the targets on the last; tokens and targets [B, T] i32; T within
+// the model's max_seq.
+void check_stage_input(const ModelConfig& c, const StageInput& in, bool first_stage, bool last_stage, std::int64_t n) {
+  if (first_stage) USP_CHECK(in.tokens.defined(), "Model::forward_stage: the first stage needs the tokens");
+  if (!first_stage)
+    USP_CHECK(in.x.defined() && in.x.numel() == n * c.hidden,
+              "Model::forward_stage: a stage after the first needs the previous stage's output [" + std::to_string(n) +
+                  ", " + std::to_string(c.hidden) + "]");
+  if (last_stage) USP_CHECK(in.targets.defined(), "Model::forward_stage: the last stage needs the targets");
+  auto check_tokens = [&](const Tensor& t, const char* what) {
+    if (!t.defined()) return;
+    if (t.dtype() != DType::i32 || t.ndim() != 2 || t.dim(0) != in.batch || t.dim(1) != in.seq)
+      throw Error(std::string("Model::forward_stage: ") + what + " must be [B, T] = [" + std::to_string(in.batch) +
+                  ", " + std::to_string(in.seq) + "] i32 tokens");
+  };
+  check_tokens(in.tokens, "the tokens");
+  check_tokens(in.targets, "the targets");
+  if (in.seq > c.max_seq)
+    throw UsageError("sequence length " + std::to_string(in.seq) + " exceeds the model's max_seq " +
+                     std::to_string(c.max_seq));
+}
+
+// Head backward: the loss -> logits -> lm_head -> final norm, added into dx [n, C] f32 (zeros on
+// entry; on return the last layer's output gradient). Releases what the head kept.
+void backward_head(ParamStore& P, LinearHook& linears, HeadSaved& h, const Tensor& targets, float loss_scale, Tensor& dx,
+                   const ModelHooks& hooks) {
+  const ModelConfig& c = P.config();
+  const Device dev = dx.device();
+  Tensor dlogits = Tensor::empty(h.logits.shape(), DType::f32, MemCategory::Temporary, dev);
+  linears.loss_backward(h.logits, targets, h.loss_state, dlogits, loss_scale);
+  h.logits = Tensor();
+  h.loss_state = Tensor();
+  Tensor dhf = Tensor::empty({dx.dim(0), c.hidden}, DType::f32, MemCategory::Temporary, dev);
+  const int wi = head_weight_index(P);
+  {
+    std::vector<Tensor> dW = {P.grad(wi)};
+    linears.column_backward({dlogits}, h.hf, {P.param(wi)}, dW, dhf);
+  }
+  if (!c.tied_embeddings) grad_ready(hooks, wi);  // a tied head's gradient is final only after the embedding
+  dlogits = Tensor();
+  h.hf = Tensor();
+  const int ni = final_norm_index(P);
+  Tensor dwn = P.grad(ni);
+  ops::rmsnorm_backward(dhf, h.xf, P.param(ni), h.rstdf, dx, dwn);
+  grad_ready(hooks, ni);
+  h.xf = Tensor();
+  h.rstdf = Tensor();
+}
+
+// Before a layer's backward, what recomputation dropped in its forward is rebuilt: under
+// Recompute::full the whole layer from its saved input (as Recompute::none would have kept it);
+// under selective the probabilities, from the q and k the layer kept (the q·kᵀ product; without a
+// maker of its own, attention_backward rebuilds them internally; context parallelism keeps what
+// its attention needs). Returns the FLOPs repeated.
+std::int64_t rebuild_for_backward(const LayerContext& ctx, Recompute recompute, std::int64_t layer, LayerSaved& s) {
+  if (recompute == Recompute::full) {
+    const std::int64_t r0 = ops::flop_count();
+    Tensor input = s.x;
+    s.x = Tensor();
+    forward_layer(ctx, layer, input, Keep::everything, s);
+    return ops::flop_count() - r0;
+  }
+  if (recompute == Recompute::selective && !ctx.attention) {
+    const LayerDims d = layer_dims(ctx.P, ctx.linears, ctx.B * ctx.T);
+    if (ctx.make_probs) {
+      const Tensor q4 = s.q.reshape({ctx.B, ctx.T, d.H, d.D});
+      const Tensor k4 = s.k.reshape({ctx.B, ctx.T, d.G, d.D});
+      s.probs = stored_as(probs_from(ctx.make_probs, q4, k4), ctx.adt, MemCategory::Temporary);
+    }
+    return 2 * ctx.B * d.H * ctx.T * ctx.T * d.D;
+  }
+  return 0;
 }
 
 void check_batch(const ModelConfig& c, const Tensor& inputs, const Tensor& targets) {
@@ -369,15 +499,15 @@ void check_batch(const ModelConfig& c, const Tensor& inputs, const Tensor& targe
 Model::Model(ParamStore& params, ModelOptions options)
     : params_(params),
       options_(options),
-      tp_(options.tensor_parallel ? options.tensor_parallel : &single_device_),
+      linears_(options.linears ? options.linears : &unsplit_linears_),
       ep_(options.expert_parallel ? options.expert_parallel : &single_device_experts_),
       rn_(options.residual_norm ? options.residual_norm : &unfused_norm_),
       impl_(std::make_unique<Impl>()) {
   USP_CHECK(ep_->size() == params_.layout().ep.size,
             "Model: the expert-parallel group has " + std::to_string(ep_->size()) + " ranks but the parameters hold a " +
                 std::to_string(params_.layout().ep.size) + "-way share of the experts");
-  USP_CHECK(tp_->size() == params_.layout().tp.size,
-            "Model: the tensor-parallel group has " + std::to_string(tp_->size()) + " ranks but the parameters are a " +
+  USP_CHECK(linears_->size() == params_.layout().tp.size,
+            "Model: the tensor-parallel group has " + std::to_string(linears_->size()) + " ranks but the parameters are a " +
                 std::to_string(params_.layout().tp.size) + "-way shard");
   if (options_.activation_dtype != DType::f32 && options_.activation_dtype != DType::bf16 &&
       options_.activation_dtype != DType::f16)
@@ -420,29 +550,14 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   const ModelConfig& c = config();
   USP_CHECK(impl_->passes.count(id) == 0, "Model::forward_stage: micro-batch " + std::to_string(id) +
                                               " already has a forward waiting for its backward");
-  USP_CHECK(!(options_.context_parallel && attention_probs_),
-            "Model: a context-parallel attention and an attention-probabilities maker cannot both be set");
+  USP_CHECK(!(options_.attention && attention_probs_),
+            "Model: an attention hook (ModelOptions::attention) and an attention-probabilities maker cannot both "
+            "be set");
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
   USP_CHECK(in.batch > 0 && in.seq > 0, "Model::forward_stage: the batch's B and T must be given");
   const std::int64_t N = in.batch * in.seq;
-  const std::int64_t n = tp_->stream_rows(N);
-  if (first == 0) USP_CHECK(in.tokens.defined(), "Model::forward_stage: the first stage needs the tokens");
-  if (first > 0)
-    USP_CHECK(in.x.defined() && in.x.numel() == n * c.hidden,
-              "Model::forward_stage: a stage after the first needs the previous stage's output [" + std::to_string(n) +
-                  ", " + std::to_string(c.hidden) + "]");
-  if (last == head_unit) USP_CHECK(in.targets.defined(), "Model::forward_stage: the last stage needs the targets");
-  auto check_tokens = [&](const Tensor& t, const char* what) {
-    if (!t.defined()) return;
-    if (t.dtype() != DType::i32 || t.ndim() != 2 || t.dim(0) != in.batch || t.dim(1) != in.seq)
-      throw Error(std::string("Model::forward_stage: ") + what + " must be [B, T] = [" + std::to_string(in.batch) +
-                  ", " + std::to_string(in.seq) + "] i32 tokens");
-  };
-  check_tokens(in.tokens, "the tokens");
-  check_tokens(in.targets, "the targets");
-  if (in.seq > c.max_seq)
-    throw UsageError("sequence length " + std::to_string(in.seq) + " exceeds the model's max_seq " +
-                     std::to_string(c.max_seq));
+  const std::int64_t n = linears_->stream_rows(N);
+  check_stage_input(c, in, first == 0, last == head_unit, n);
   const Device dev = params_.device();
   Impl::Pass& m = impl_->passes[id];
   // A forward that fails half-way keeps nothing: the micro-batch can be run again.
@@ -478,17 +593,18 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   if (first == 0) {
     const std::int64_t b0 = before(0);
     x = Tensor::empty({n, c.hidden}, adt, MemCategory::Activation, dev);
-    tp_->embedding_forward(m.inputs.reshape({N}), params_.param(0), x);
+    linears_->embedding_forward(m.inputs.reshape({N}), params_.param(0), x);
     after(0, b0);
   }
 
+  const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, m.B, m.T, adt};
   const Keep keep = options_.recompute == Recompute::none        ? Keep::everything
                     : options_.recompute == Recompute::selective ? Keep::no_probs
                                                                  : Keep::input_only;
   for (int u = std::max(first, 1); u <= std::min(last, head_unit - 1); ++u) {
     const std::int64_t l = u - 1, b0 = before(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
-    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, x, m.B, m.T, adt, keep, attention_probs_, s);
+    x = forward_layer(ctx, l, x, keep, s);
     saved_bytes_[static_cast<std::size_t>(u)] = s.bytes();
     if (c.is_moe()) {
       routing_[static_cast<std::size_t>(l)] = s.moe.routing;
@@ -500,8 +616,8 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   double loss = 0.0;
   if (last == head_unit) {
     const std::int64_t b0 = before(head_unit);
-    forward_head(params_, *tp_, x, N, adt, /*keep=*/true, m.head);
-    loss = tp_->loss_forward(m.head.logits, m.targets.reshape({N}), m.head.loss_state);
+    forward_head(params_, *linears_, x, N, adt, /*keep=*/true, m.head);
+    loss = linears_->loss_forward(m.head.logits, m.targets.reshape({N}), m.head.loss_state);
     saved_bytes_[static_cast<std::size_t>(head_unit)] = m.head.bytes();
     after(head_unit, b0);
   } else {
@@ -520,10 +636,9 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
   const ModelConfig& c = config();
   const std::int64_t N = m.B * m.T;
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
-  auto ready = [&](int i) { if (hooks_.grad_ready) hooks_.grad_ready(i); };
   const std::int64_t flops0 = ops::flop_count();
   std::int64_t recompute = 0;
-  const std::int64_t n = tp_->stream_rows(N);
+  const std::int64_t n = linears_->stream_rows(N);
   // Each MoE layer's load-balancing loss enters the objective with this weight (aux_loss()).
   const float aux_scale =
       static_cast<float>(loss_scale * c.router_aux_loss_coef / static_cast<double>(c.layers));
@@ -533,29 +648,8 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
   const Device dev = params_.device();
   Tensor dx = Tensor::zeros({n, c.hidden}, DType::f32, MemCategory::Temporary, dev);
   if (last == head_unit) {
-    // head: loss -> logits -> final norm
     if (hooks_.before_backward) hooks_.before_backward(head_unit);
-    const Tensor targets = m.targets.reshape({N});
-    HeadSaved& h = m.head;
-    Tensor dlogits = Tensor::empty(h.logits.shape(), DType::f32, MemCategory::Temporary, dev);
-    tp_->loss_backward(h.logits, targets, h.loss_state, dlogits, loss_scale);
-    h.logits = Tensor();
-    h.loss_state = Tensor();
-    Tensor dhf = Tensor::empty({n, c.hidden}, DType::f32, MemCategory::Temporary, dev);
-    const int wi = head_weight_index(params_);
-    {
-      std::vector<Tensor> dW = {params_.grad(wi)};
-      tp_->column_backward({dlogits}, h.hf, {params_.param(wi)}, dW, dhf);
-    }
-    if (!c.tied_embeddings) ready(wi);  // a tied head's gradient is final only after the embedding
-    dlogits = Tensor();
-    h.hf = Tensor();
-    const int ni = final_norm_index(params_);
-    Tensor dwn = params_.grad(ni);
-    ops::rmsnorm_backward(dhf, h.xf, params_.param(ni), h.rstdf, dx, dwn);
-    ready(ni);
-    h.xf = Tensor();
-    h.rstdf = Tensor();
+    backward_head(params_, *linears_, m.head, m.targets.reshape({N}), loss_scale, dx, hooks_);
     if (hooks_.after_backward) hooks_.after_backward(head_unit);
   } else {
     USP_CHECK(dy.defined() && dy.numel() == n * c.hidden && dy.dtype() == DType::f32,
@@ -564,31 +658,14 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
     dx.copy_from(dy.reshape({n, c.hidden}));
   }
 
+  const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, m.B, m.T,
+                         options_.activation_dtype};
   for (int u = std::min(last, head_unit - 1); u >= std::max(first, 1); --u) {
     const std::int64_t l = u - 1;
     if (hooks_.before_backward) hooks_.before_backward(u);
     LayerSaved& s = m.layers[static_cast<std::size_t>(l)];
-    if (options_.recompute == Recompute::full) {
-      // Rebuild everything from the saved input, as Recompute::none would have kept it.
-      const std::int64_t r0 = ops::flop_count();
-      Tensor input = s.x;
-      s.x = Tensor();
-      forward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, input, m.B, m.T, options_.activation_dtype,
-                    Keep::everything, attention_probs_, s);
-      recompute += ops::flop_count() - r0;
-    } else if (options_.recompute == Recompute::selective && !options_.context_parallel) {
-      // The probabilities the forward dropped, rebuilt from the q and k the layer kept: the q·kᵀ
-      // product. Without a maker of its own, attention_backward rebuilds them internally.
-      const LayerDims d = layer_dims(params_, *tp_, N);
-      if (attention_probs_) {
-        const Tensor q4 = s.q.reshape({m.B, m.T, d.H, d.D});
-        const Tensor k4 = s.k.reshape({m.B, m.T, d.G, d.D});
-        s.probs = stored_as(probs_from(attention_probs_, q4, k4), options_.activation_dtype,
-                            MemCategory::Temporary);
-      }
-      recompute += 2 * m.B * d.H * m.T * m.T * d.D;
-    }
-    backward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, s, dx, m.B, m.T, aux_scale, hooks_);
+    recompute += rebuild_for_backward(ctx, options_.recompute, l, s);
+    backward_layer(ctx, l, s, dx, aux_scale, hooks_);
     if (hooks_.after_backward) hooks_.after_backward(u);
   }
 
@@ -596,8 +673,8 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
     // unit 0: embedding
     if (hooks_.before_backward) hooks_.before_backward(0);
     Tensor dtable = params_.grad(0);
-    tp_->embedding_backward(m.inputs.reshape({N}), dx, dtable);
-    ready(0);
+    linears_->embedding_backward(m.inputs.reshape({N}), dx, dtable);
+    grad_ready(hooks_, 0);
     if (hooks_.after_backward) hooks_.after_backward(0);
   } else {
     dx_out = dx;  // [n, C]: the gradient of the stage's input, for the previous stage
@@ -615,7 +692,7 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   const Tensor logits = forward_logits(inputs);
   const Tensor labels = on_device(targets, params_.device());
   Tensor unused_state;
-  return tp_->loss_forward(logits, labels.reshape({labels.numel()}), unused_state);
+  return linears_->loss_forward(logits, labels.reshape({labels.numel()}), unused_state);
 }
 
 Tensor Model::forward_logits(const Tensor& inputs) {
@@ -627,21 +704,21 @@ Tensor Model::forward_logits(const Tensor& inputs) {
   const DType adt = options_.activation_dtype;
   const Device dev = params_.device();
   const Tensor tokens = on_device(inputs, dev);
-  Tensor x = Tensor::empty({tp_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
-  tp_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
+  Tensor x = Tensor::empty({linears_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
+  linears_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
+  const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, B, T, adt};
   LayerSaved unused;
   aux_loss_ = 0;
   routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
   for (std::int64_t l = 0; l < c.layers; ++l) {
-    x = forward_layer(params_, *tp_, options_.context_parallel, *ep_, *rn_, l, x, B, T, adt, Keep::nothing, attention_probs_,
-                      unused);
+    x = forward_layer(ctx, l, x, Keep::nothing, unused);
     if (c.is_moe()) {
       routing_[static_cast<std::size_t>(l)] = unused.moe.routing;
       aux_loss_ += c.router_aux_loss_coef * unused.moe.routing.aux / static_cast<double>(c.layers);
     }
   }
   HeadSaved head;
-  return forward_head(params_, *tp_, x, N, adt, /*keep=*/false, head);
+  return forward_head(params_, *linears_, x, N, adt, /*keep=*/false, head);
 }
 
 const Tensor& Model::logits() const {

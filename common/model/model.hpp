@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "common/model/config.hpp"
-#include "common/model/context_parallel.hpp"
+#include "common/model/attention_hook.hpp"
 #include "common/model/expert_parallel.hpp"
 #include "common/model/moe.hpp"
 #include "common/model/params.hpp"
 #include "common/model/residual_norm.hpp"
-#include "common/model/tensor_parallel.hpp"
+#include "common/model/linear_hook.hpp"
 #include "common/tensor.hpp"
 
 namespace usp {
@@ -41,13 +41,15 @@ using AttentionProbs = std::function<void(const Tensor& q, const Tensor& k, Tens
 struct ModelOptions {
   Recompute recompute = Recompute::none;
   DType activation_dtype = DType::f32;  // f32, bf16 or f16 (saved activations and layer outputs)
-  // Tensor parallelism (chapter 06): the group's operations, for a ParamStore holding the
-  // matching TpShard. Null: the single-device decoder. Not owned; must outlive the model.
-  TensorParallel* tensor_parallel = nullptr;
-  // Context parallelism (chapter 07): the positions of this rank's tokens and the attention over
-  // the whole sequence. Null: the sequence is all here. Not owned; must outlive the model.
-  // Attention keeps no [T, T] probabilities then (Recompute none and selective keep the same).
-  ContextParallel* context_parallel = nullptr;
+  // How the linear blocks, embedding and loss compute (linear_hook.hpp): chapter 06's tensor
+  // parallelism (for a ParamStore holding the matching TpShard), 08's deferred weight gradients,
+  // 14's FP8 matmuls. Null: UnsplitLinears. Not owned; must outlive the model.
+  LinearHook* linears = nullptr;
+  // The token positions and the attention (attention_hook.hpp): chapter 07's context parallelism,
+  // 12's flash attention, generation's KV cache. Null: the ops' attention over the tokens here,
+  // at positions 0..T-1. Not owned; must outlive the model. Attention keeps no [T, T]
+  // probabilities then (Recompute none and selective keep the same).
+  AttentionHook* attention = nullptr;
   // Expert parallelism (chapter 09): how a MoE layer's rows reach experts on other ranks, for a
   // ParamStore holding the matching EpShard. Null: every expert is here. Not owned.
   ExpertParallel* expert_parallel = nullptr;
@@ -161,8 +163,8 @@ class Model {
   ModelOptions options_;
   ModelHooks hooks_;
   AttentionProbs attention_probs_;
-  SingleDevice single_device_;
-  TensorParallel* tp_;  // options_.tensor_parallel, or &single_device_
+  UnsplitLinears unsplit_linears_;
+  LinearHook* linears_;  // options_.linears, or &unsplit_linears_
   SingleDeviceExperts single_device_experts_;
   ExpertParallel* ep_;  // options_.expert_parallel, or &single_device_experts_
   UnfusedResidualNorm unfused_norm_;

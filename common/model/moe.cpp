@@ -233,47 +233,42 @@ void moe_forward(const ModelConfig& c, ExpertParallel& ep, const MoeWeights& w, 
   }
 }
 
-void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const Tensor& h, const Tensor& dout,
-                  float aux_scale, MoeSaved& s, Tensor& dh) {
-  const std::int64_t N = h.dim(0), C = h.dim(1), E = c.experts, K = c.experts_per_token, F = c.ffn;
-  const std::int64_t local = E / ep.size();
-  const std::int64_t R = s.y.dim(0), R_in = s.x.dim(0);
-  const Device dev = h.device();
-  auto tmp = [](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); };  // host
-  auto tmp_dev = [dev](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev); };
-  const Tensor dout_host = host(dout);
-  const float* d = dout_host.data<float>();
+namespace {
+
+Tensor host_f32(Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary); }
+
+// Combine backward, on the host, from dout [N, C] f32 (host): dw [N·k] (each assignment's weight
+// gradient, dout[t] · Y[row]; 0 if dropped) and drows [R, C] (w · dout[t] for each kept row).
+void combine_backward(const MoeSaved& s, std::int64_t K, const Tensor& dout, std::vector<float>& dw, Tensor& drows) {
+  const std::int64_t N = dout.dim(0), C = dout.dim(1);
+  const float* d = dout.data<float>();
   const std::int32_t* row = s.row.data<std::int32_t>();
   const float* weight = s.weight.data<float>();
-
-  // ---- combine backward: dw per assignment, w · dout[t] per row -------------------------------
-  std::vector<float> dw(static_cast<std::size_t>(N * K), 0.0f);
-  Tensor drows = tmp({R, C});
-  {
-    const Tensor y32 = as_f32(host(s.y));
-    float* dr = drows.data<float>();
-    for (std::int64_t a = 0; a < N * K; ++a) {
-      if (row[a] < 0) continue;
-      const float* yr = y32.data<float>() + static_cast<std::int64_t>(row[a]) * C;
-      const float* dt = d + (a / K) * C;
-      float* drr = dr + static_cast<std::int64_t>(row[a]) * C;
-      double dot = 0;
-      for (std::int64_t i = 0; i < C; ++i) {
-        dot += static_cast<double>(dt[i]) * yr[i];
-        drr[i] = weight[a] * dt[i];
-      }
-      dw[static_cast<std::size_t>(a)] = static_cast<float>(dot);
+  const Tensor y32 = as_f32(host(s.y));
+  float* dr = drows.data<float>();
+  for (std::int64_t a = 0; a < N * K; ++a) {
+    if (row[a] < 0) continue;
+    const float* yr = y32.data<float>() + static_cast<std::int64_t>(row[a]) * C;
+    const float* dt = d + (a / K) * C;
+    float* drr = dr + static_cast<std::int64_t>(row[a]) * C;
+    double dot = 0;
+    for (std::int64_t i = 0; i < C; ++i) {
+      dot += static_cast<double>(dt[i]) * yr[i];
+      drr[i] = weight[a] * dt[i];
     }
+    dw[static_cast<std::size_t>(a)] = static_cast<float>(dot);
   }
-  s.y = Tensor();
+}
 
-  // ---- to the experts, their backward, and back ----------------------------------------------
-  const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, local);
-  Tensor dres = tmp_dev({R_in, C});
-  ep.to_experts(s.route, on_device(drows, dev), dres);
-  drows = Tensor();
-  Tensor dx = tmp_dev({R_in, C});
-  for (std::int64_t j = 0, at = 0; j < local; at += n_of[static_cast<std::size_t>(j)], ++j) {
+// Each local expert's SwiGLU backward on its rows of dres [R', C] (the experts' share of drows):
+// dX [R', C] into dx, weight gradients accumulated into w.d_*; releases s.x, s.g, s.u, s.z.
+void experts_backward(MoeWeights& w, const std::vector<std::int64_t>& n_of, const Tensor& dres, MoeSaved& s,
+                      Tensor& dx) {
+  const std::int64_t F = s.g.dim(1);
+  auto tmp_dev = [dev = dres.device()](Shape shape) {
+    return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev);
+  };
+  for (std::int64_t j = 0, at = 0; j < static_cast<std::int64_t>(n_of.size()); at += n_of[static_cast<std::size_t>(j)], ++j) {
     const std::int64_t n = n_of[static_cast<std::size_t>(j)];
     if (n == 0) continue;
     const auto J = static_cast<std::size_t>(j);
@@ -285,12 +280,12 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
     ops::matmul_backward(dg, s.x.slice(at, at + n), w.w1[J], dxj, w.d_w1[J], /*accumulate_dx=*/true);
   }
   s.x = s.g = s.u = s.z = Tensor();
-  Tensor dxrows = tmp_dev({R, C});
-  ep.from_experts(s.route, dx, dxrows);
-  dx = Tensor();
-  dxrows = host(dxrows);
+}
 
-  // ---- back to the tokens: dh = Σ over t's kept rows of dX --------------------------------------
+// Back to the tokens, on the host: dh [N, C] = Σ over t's kept rows of dX (dxrows [R, C], host).
+void scatter_to_tokens(const MoeSaved& s, std::int64_t K, const Tensor& dxrows, Tensor& dh) {
+  const std::int64_t N = dh.dim(0), C = dh.dim(1);
+  const std::int32_t* row = s.row.data<std::int32_t>();
   Tensor dh_formed = host_target(dh);
   float* dht = dh_formed.data<float>();
   std::fill(dht, dht + N * C, 0.0f);
@@ -301,16 +296,20 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
     float* dst = dht + (a / K) * C;
     for (std::int64_t i = 0; i < C; ++i) dst[i] += src[i];
   }
-
   store_into(dh_formed, dh);
+}
 
-  // ---- the router: weights -> probabilities (renormalisation, aux loss) -> logits -----------------
-  //   w_j = p_j / S (S = Σ_topk p): ∂L/∂p_j = (dw_j - Σ_l dw_l·w_l) / S for the top-k;
-  //   aux = E·Σ_i f_i·P_i, P_i = mean_t p[t, i]: ∂/∂p[t, i] = aux_scale · E · f_i / N;
-  //   softmax: dlogit = p ⊙ (dp - Σ p·dp).
+// The router's backward, on the host: the weights' gradient dw [N·k] and the aux loss's
+// (aux_scale) -> dlogits [N, E] f32:
+//   w_j = p_j / S (S = Σ_topk p): ∂L/∂p_j = (dw_j - Σ_l dw_l·w_l) / S for the top-k;
+//   aux = E·Σ_i f_i·P_i, P_i = mean_t p[t, i]: ∂/∂p[t, i] = aux_scale · E · f_i / N;
+//   softmax: dlogit = p ⊙ (dp - Σ p·dp).
+Tensor router_backward(const MoeSaved& s, std::int64_t K, const std::vector<float>& dw, float aux_scale) {
+  const std::int64_t N = s.probs.dim(0), E = s.probs.dim(1);
   const float* p = s.probs.data<float>();
   const std::int32_t* choice = s.choice.data<std::int32_t>();
-  Tensor dlogits = tmp({N, E});
+  const float* weight = s.weight.data<float>();
+  Tensor dlogits = host_f32({N, E});
   float* dl = dlogits.data<float>();
   std::vector<float> dp(static_cast<std::size_t>(E));
   for (std::int64_t t = 0; t < N; ++t) {
@@ -328,6 +327,42 @@ void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const
     for (std::int64_t e = 0; e < E; ++e) dot += pt[e] * dp[static_cast<std::size_t>(e)];
     for (std::int64_t e = 0; e < E; ++e) dl[t * E + e] = pt[e] * (dp[static_cast<std::size_t>(e)] - dot);
   }
+  return dlogits;
+}
+
+}  // namespace
+
+void moe_backward(const ModelConfig& c, ExpertParallel& ep, MoeWeights& w, const Tensor& h, const Tensor& dout,
+                  float aux_scale, MoeSaved& s, Tensor& dh) {
+  const std::int64_t N = h.dim(0), C = h.dim(1), K = c.experts_per_token;
+  const std::int64_t R = s.y.dim(0), R_in = s.x.dim(0);
+  const Device dev = h.device();
+  auto tmp_dev = [dev](Shape shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev); };
+  const Tensor dout_host = host(dout);
+
+  // ---- combine backward: dw per assignment, w · dout[t] per row -------------------------------
+  std::vector<float> dw(static_cast<std::size_t>(N * K), 0.0f);
+  Tensor drows = host_f32({R, C});
+  combine_backward(s, K, dout_host, dw, drows);
+  s.y = Tensor();
+
+  // ---- to the experts, their backward, and back ----------------------------------------------
+  const std::vector<std::int64_t> n_of = rows_per_local_expert(s.route, c.experts / ep.size());
+  Tensor dres = tmp_dev({R_in, C});
+  ep.to_experts(s.route, on_device(drows, dev), dres);
+  drows = Tensor();
+  Tensor dx = tmp_dev({R_in, C});
+  experts_backward(w, n_of, dres, s, dx);
+  Tensor dxrows = tmp_dev({R, C});
+  ep.from_experts(s.route, dx, dxrows);
+  dx = Tensor();
+  dxrows = host(dxrows);
+
+  // ---- back to the tokens: dh = Σ over t's kept rows of dX --------------------------------------
+  scatter_to_tokens(s, K, dxrows, dh);
+
+  // ---- the router: weights -> probabilities (renormalisation, aux loss) -> logits -----------------
+  const Tensor dlogits = router_backward(s, K, dw, aux_scale);
   Tensor dh_router = tmp_dev({N, C});
   ops::matmul_backward(on_device(dlogits, dev), h, w.router, dh_router, w.d_router);
   ops::add_inplace(dh, dh_router);

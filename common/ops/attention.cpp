@@ -97,6 +97,30 @@ bool check_probs(const char* op, const Tensor& probs, const Dims& dm) {
   return probs.dtype() == DType::f32;
 }
 
+// One head's probabilities P [T, T] (starting at element `head` of probs [B, H, T, T]) as the
+// backward reads them: an f32 probs in place, a narrower one widened into p_scratch; null when
+// none was saved.
+const float* saved_head_probs(const Tensor& probs, std::int64_t head, std::int64_t t_len, float* p_scratch) {
+  if (!probs.defined()) return nullptr;
+  if (probs.dtype() == DType::f32) return probs.data<float>() + head;
+  convert_to_float(probs.dtype(), static_cast<const std::uint16_t*>(probs.raw()) + head, p_scratch,
+                   static_cast<std::size_t>(t_len * t_len));
+  return p_scratch;
+}
+
+// One head's P [T, T] rebuilt from q and k into p_scratch, rounded to the activation dtype
+// exactly as a saved probs tensor would have been, so recomputation changes no gradient bit in
+// bf16 either; narrow [T, T] holds the narrow values on the way.
+void rebuild_head_probs(const float* q, std::int64_t ldq, const float* k, std::int64_t ldk, std::int64_t t_len,
+                        std::int64_t d, float s, DType activation, float* narrow, float* p_scratch) {
+  for (std::int64_t r0 = 0; r0 < t_len; r0 += kBlock)
+    causal_probs_block(q, ldq, k, ldk, t_len, d, s, r0, std::min(r0 + kBlock, t_len), p_scratch);
+  if (activation != DType::f32) {
+    convert_from_float(p_scratch, activation, narrow, static_cast<std::size_t>(t_len * t_len));
+    convert_to_float(activation, narrow, p_scratch, static_cast<std::size_t>(t_len * t_len));
+  }
+}
+
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, Tensor& probs) {
@@ -222,23 +246,10 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
       float* dvp = dvf.data() + bi * T * GD + hk * D;
       const std::int64_t head = (bi * dm.h + hq) * T * T;
 
-      const float* p = nullptr;
-      if (probs_f32) {
-        p = probs.data<float>() + head;
-      } else if (probs.defined()) {
-        convert_to_float(probs.dtype(), static_cast<const std::uint16_t*>(probs.raw()) + head, p_scratch,
-                         static_cast<std::size_t>(T * T));
-        p = p_scratch;
-      } else {
-        for (std::int64_t r0 = 0; r0 < T; r0 += kBlock)
-          causal_probs_block(qp, HD, kp, GD, T, D, s, r0, std::min(r0 + kBlock, T), p_scratch);
-        // Rounded to the activation dtype (q's), exactly as a saved probs tensor would have been,
-        // so recomputation changes no gradient bit in bf16 either. The dS buffer, not in use yet,
-        // holds the narrow values on the way.
-        if (q.dtype() != DType::f32) {
-          convert_from_float(p_scratch, q.dtype(), ds, static_cast<std::size_t>(T * T));
-          convert_to_float(q.dtype(), ds, p_scratch, static_cast<std::size_t>(T * T));
-        }
+      const float* p = saved_head_probs(probs, head, T, p_scratch);
+      if (!p) {
+        // Rebuilt in the activation dtype (q's); the dS buffer, not in use yet, is the scratch.
+        rebuild_head_probs(qp, HD, kp, GD, T, D, s, q.dtype(), ds, p_scratch);
         p = p_scratch;
       }
 

@@ -81,7 +81,7 @@ TEST_CASE("the KV cache: the prompt at once = token by token; its bytes; inferen
   // 2 (K, V) · L 2 · 8 tokens · G 2 · D 4 · 4 bytes
   CHECK(cache.bytes() == 2 * 2 * 8 * 2 * 4 * 4);
   ModelOptions options;
-  options.context_parallel = &cache;
+  options.attention = &cache;
   Model model(params, options);
   std::vector<float> last;
   for (const std::int32_t t : prompt) {
@@ -96,7 +96,7 @@ TEST_CASE("the KV cache: the prompt at once = token by token; its bytes; inferen
   CHECK_THROWS_WITH(cache.begin(1), Catch::Contains("the KV cache holds at most 8 tokens; 8 cached + 1 new would be 9"));
   KvCache two(c, 4, DType::f32, Device::cpu());
   ModelOptions o2;
-  o2.context_parallel = &two;
+  o2.attention = &two;
   Model m2(params, o2);
   two.begin(3);
   Tensor batch = random_tokens(2, 3, c.vocab, 1, "batch");

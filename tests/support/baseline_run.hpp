@@ -4,7 +4,6 @@
 // parallel rank r's j-th of k is i = r·k + j), each backward scaled by 1/micro_batches, one
 // AdamW step.
 #pragma once
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "common/data/dataset.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/train/training_flags.hpp"
 #include "common/train/training_summary.hpp"
 
@@ -54,9 +54,9 @@ inline Run baseline(const TrainingConfig& cfg, const Dataset& data, std::int64_t
 
 // The mean over the ranks of each rank's double, exactly as sent (no fp32 rounding on the way).
 inline double mean_over_ranks(Communicator& comm, double local) {
-  const auto all = gather_int64(comm, {std::bit_cast<std::int64_t>(local)});
+  const std::vector<double> all = report::gather_rows(comm, local);
   double sum = 0;
-  for (const auto& v : all) sum += std::bit_cast<double>(v[0]);
+  for (double v : all) sum += v;
   return sum / static_cast<double>(all.size());
 }
 

@@ -1,5 +1,9 @@
-// TensorParallel: the operations of the decoder that change when its weights are split over a
-// tensor-parallel group (chapter 06). The model calls them where Megatron-LM places the split:
+// LinearHook: how the decoder's weight-bearing blocks compute — every linear block, and the two
+// vocabulary ends (embedding, loss). The model calls nothing else for them, so a chapter changes
+// how they run by giving the model its own LinearHook (ModelOptions::linears): chapter 06 splits
+// the weights over a tensor-parallel group (MegatronTp), chapter 08 defers the weight gradients
+// (WeightGradQueue), chapter 14 quantises the matmuls (Fp8Linears). The model calls them where
+// Megatron-LM places the tensor-parallel split:
 //
 //   stream x ─ RMSNorm ─▶ column block (q, k, v) ─ attention ─ row block (o) ─▶ + x
 //   stream x2 ─ RMSNorm ─▶ column block (gate, up) ─ SwiGLU ─ row block (down) ─▶ + x2
@@ -14,8 +18,9 @@
 //
 // Shapes: N = B·T tokens; n = the stream rows this rank holds (stream_rows(N): N, or N/t with
 // sequence parallelism); C hidden; a weight's shape is this rank's shard (ParamInfo::shape).
-// SingleDevice (below) is the model without any split: plain matmuls, the ops' embedding and
-// loss; every Model uses it unless ModelOptions::tensor_parallel names another.
+// UnsplitLinears (below) is the model without any split: plain matmuls, the ops' embedding and
+// loss; every Model uses it unless ModelOptions::linears names another. t is the group's size
+// (1 without a split).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -24,9 +29,9 @@
 
 namespace usp {
 
-class TensorParallel {
+class LinearHook {
  public:
-  virtual ~TensorParallel() = default;
+  virtual ~LinearHook() = default;
 
   virtual std::int64_t size() const = 0;          // t
   virtual bool sequence_parallel() const = 0;
@@ -60,10 +65,10 @@ class TensorParallel {
                              float scale) = 0;
 };
 
-// No tensor parallelism: t = 1, and every operation is the single-device op. Not final: a
+// The blocks unsplit: t = 1, and every operation is the single-device op. Not final: a
 // chapter that changes only how the linear blocks compute (chapter 08's deferred weight
 // gradients, chapter 14's FP8 matmuls) derives from it and overrides those.
-class SingleDevice : public TensorParallel {
+class UnsplitLinears : public LinearHook {
  public:
   std::int64_t size() const override { return 1; }
   bool sequence_parallel() const override { return false; }
