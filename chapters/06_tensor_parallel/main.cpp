@@ -188,7 +188,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
       return 0;
     }
   }
-  const VariantsReport report = gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens_per_step, runner.agreement());
+  const VariantsReport report =
+      gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens_per_step, runner.agreement());
   if (rt.is_root()) {
     print_losses(std::cout, report);
     print_memory(std::cout, report);

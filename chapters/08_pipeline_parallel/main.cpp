@@ -258,7 +258,8 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
   for (ScheduleKind kind : s.kinds) {
     const PpLayout layout{s.dp, s.pp, kind, s.m, chunks_for(s, kind)};
     const std::string missing = rt.skip_if_not_implemented([&] {
-      reports.push_back(report_run(comms.metrics(), train_schedule(runner, comms.tensors(), cfg, *s.in.data, layout)));
+      reports.push_back(
+          report_run(comms.metrics(), train_schedule(runner, comms.tensors(), cfg, *s.in.data, layout)));
     });
     if (!rt.is_root()) continue;
     if (!missing.empty()) {

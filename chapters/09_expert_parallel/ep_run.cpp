@@ -87,7 +87,8 @@ EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator
   const VariantRun run = runner.run(steps);
   r.losses = run.losses;
   r.step_seconds = run.step_seconds;
-  const std::uint64_t a2a = trainer.ep().stats().sent(CommOp::all_to_allv) + trainer.ep().stats().sent(CommOp::all_to_all);
+  const CommStats& ep = trainer.ep().stats();
+  const std::uint64_t a2a = ep.sent(CommOp::all_to_allv) + ep.sent(CommOp::all_to_all);
   struct RankRow {
     std::int64_t a2a_bytes, params_held, peak_total;
   };

@@ -32,8 +32,9 @@ double mean_over_ranks(Communicator& comm, double local, std::int64_t step, cons
   if (!std::isfinite(mean)) {
     // The first rank whose own value is not finite; none: each is, and only their sum overflows.
     const std::int64_t rank = first_non_finite(all);
-    require_finite_loss(mean, step, quantity, run,
-                        rank >= 0 ? " on rank " + std::to_string(rank) : " (the mean over the ranks; each rank's own is finite)");
+    const std::string where = rank >= 0 ? " on rank " + std::to_string(rank)
+                                        : " (the mean over the ranks; each rank's own is finite)";
+    require_finite_loss(mean, step, quantity, run, where);
   }
   return mean;
 }
