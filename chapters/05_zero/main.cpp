@@ -28,8 +28,10 @@
 #include "common/calc/memory_sweep.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace {
 
@@ -58,6 +60,7 @@ struct Setup {
   TrainingInputs in;
   std::vector<ZeroOptions> stages = {};
   std::int64_t grad_acc = 0;
+  ProgressFlags progress = {};  // --quiet
 };
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
@@ -71,6 +74,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
       throw UsageError("--fp32-grad-accum needs --precision bf16 (fp32 gradients already accumulate in fp32)");
     s.stages = parse_stages(cli.get_string("zero"), cli.get_string("prefetch"), fp32_accum);
     s.grad_acc = resolve_grad_acc(cli, cfg.mbs, dp);
+    s.progress = runner_flags_from(cli);
   });
   return s;
 }
@@ -98,26 +102,26 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("global-batch", 0, "samples per step over all ranks; sets --grad-acc (0: mbs × grad-acc × dp)",
               0, 1 << 24);
   cli.add_flag("fp32-grad-accum", "with --precision bf16: accumulate gradients in fp32 (4 more bytes per parameter)");
+  add_runner_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& cfg = setup.in.config;
   const int dp = rt.size();
   const std::string out = cli.get_string("out");
   if (rt.is_root()) print_intro(std::cout, setup, dp);
-  // Everything that is not a stage's own traffic (losses, traces, comparisons) goes over a second
-  // communicator, so that the world's byte counters hold exactly what the stages communicate.
-  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
-  // The stages' own communicator: the world on CPU ranks; on GPUs one for CUDA tensors (NCCL with a
-  // GPU per rank, MPI through host memory when ranks share one; --backend).
-  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
-  Communicator& stages_comm = device_comm ? *device_comm : rt.world();
+  // The stages' own communicator (the CPU world or a device communicator) and metrics for
+  // everything else (common/train/training_comms.hpp); the steps through the runner.
+  TrainingComms comms(rt, cfg);
+  const double tokens_per_step = static_cast<double>(dp * setup.grad_acc * cfg.tokens_per_micro_batch());
+  VariantRunner runner(comms.metrics(), {cfg, static_cast<std::int64_t>(tokens_per_step), setup.progress, out});
   make_dirs(out);
   std::vector<StageResult> results;
   for (const ZeroOptions& o : setup.stages) {
     const std::string trace = o.stage != 3 ? "" : o.prefetch ? "zero3_prefetch" : "zero3_no_prefetch";
-    results.push_back(run_stage(stages_comm, *metrics, cfg, *setup.in.data, setup.grad_acc, o, out, trace));
+    results.push_back(
+        run_stage(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, setup.grad_acc, o, trace));
   }
-  const StagesReport report = gather_stages(*metrics, std::move(results), cfg.steps);
+  const StagesReport report = gather_stages(comms.metrics(), std::move(results), cfg.steps);
   const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_zero());  // 4. the 8B figure
   if (rt.is_root()) {
     print_losses(std::cout, report);
@@ -128,7 +132,6 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     print_calculator(std::cout, sweep);
   }
 
-  const double tokens_per_step = static_cast<double>(dp * setup.grad_acc * cfg.tokens_per_micro_batch());
   JsonWriter j;
   j.begin_object().field("dp", dp).field("grad_acc", setup.grad_acc).field("global_batch", dp * setup.grad_acc * cfg.mbs);
   j.field("num_parameters", cfg.model.num_parameters());
@@ -141,7 +144,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                          {.chapter = "05_zero", .losses = last.losses,
                           .tokens_per_second = static_cast<double>(cfg.steps) * tokens_per_step / last.seconds,
                           .dp = dp, .flags_json = cli.values_json(), .chapter_json = j.str(),
-                          .comm = device_comm ? &device_comm->stats() : nullptr});
+                          .comm = comms.device_stats()});
   if (rt.is_root())
     std::cout << "\nwrote " << out << "/summary.json, zero_stages.csv, zero_memory.csv and the ZeRO-3 traces\n";
   return 0;

@@ -11,6 +11,7 @@
 #include "common/memory_tracker.hpp"
 #include "common/trace.hpp"
 #include "common/train/training_flags.hpp"
+#include "common/train/variant_runner.hpp"
 #include "chapters/05_zero/state_bytes.hpp"
 #include "chapters/05_zero/zero_trainer.hpp"
 
@@ -18,14 +19,14 @@ namespace usp::ch05 {
 
 struct StageResult {
   ZeroOptions options;
-  std::vector<double> losses;     // global mean loss per step
+  std::vector<double> losses;     // global mean loss per step (the runner's)
   MemCounts resident;             // this rank's tracked bytes after the last step
   MemCounts peak;                 // this rank's peaks, from building the trainer to the end
   StateBytes formula;             // what state_bytes.hpp says this rank keeps
   CommStats comm;                 // this rank, on the data-parallel communicator, all steps
   std::vector<float> parameters;  // the final parameters, flat order (the same on every rank)
   int max_units_held = 0;         // stage 3
-  double seconds = 0;             // wall time of the steps
+  double seconds = 0;             // wall time of the steps (the runner's)
   // Traced runs, this rank: of the time the all-gathers (reduce-scatters) really ran, the
   // fraction during which this rank was computing; and the traced step's length.
   double gather_hidden = 0, reduce_hidden = 0, traced_step_ms = 0;
@@ -34,12 +35,13 @@ struct StageResult {
 // "DP", "ZeRO-1", "ZeRO-2", "ZeRO-3", "ZeRO-3 (no prefetch)".
 std::string stage_label(const ZeroOptions& options);
 
-// Trains cfg.steps steps of grad_acc micro-batches per rank on dp. metrics: a communicator of the
-// same ranks for everything that is not training traffic (the loss average, the trace, the final
-// parameters), so dp's byte counters hold exactly what the stage communicates. With trace_name
-// non-empty, the last step is traced and written to trace_dir/trace_name.{json,csv}.
-StageResult run_stage(Communicator& dp, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
-                      std::int64_t grad_acc, const ZeroOptions& options, const std::string& trace_dir = "",
+// Trains cfg.steps steps of grad_acc micro-batches per rank on dp through `runner` (the steps,
+// their time, the traced last step, the losses' mean over its metrics communicator, which also
+// carries the final parameters: variant_runner.hpp), so dp's byte counters hold exactly what the
+// stage communicates. With trace_name non-empty, the last step is traced and written to the
+// runner's trace_dir/trace_name.{json,csv}.
+StageResult run_stage(VariantRunner& runner, Communicator& dp, Communicator& metrics, const TrainingConfig& cfg,
+                      const Dataset& data, std::int64_t grad_acc, const ZeroOptions& options,
                       const std::string& trace_name = "");
 
 }  // namespace usp::ch05

@@ -32,8 +32,10 @@
 #include "common/calc/memory_sweep.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace {
 
@@ -45,6 +47,7 @@ struct Setup {
   std::vector<Variant> variants = {};
   std::vector<int> skipped = {};  // t of the default --tp that do not divide the world size
   std::int64_t grad_acc = 0;      // micro-batches per rank at t = 1 (dp = W)
+  ProgressFlags progress = {};    // --quiet
 };
 
 std::vector<int> parse_tp_list(const std::string& text) {
@@ -104,6 +107,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     // The global batch of W × grad-acc × mbs samples: a layout with dp = W / t replicas runs
     // grad-acc × t micro-batches per replica, so every layout sees the same samples per step.
     s.grad_acc = resolve_grad_acc(cli, s.in.config.mbs, rt.size());
+    s.progress = runner_flags_from(cli);
     plan_variants(s, cli, rt.size());
     if (!cli.get_string("save").empty() && cli.get_string("save") == cli.get_string("load"))
       throw UsageError("--save and --load name the same directory '" + cli.get_string("save") + "'");
@@ -148,20 +152,19 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
               1 << 24);
   cli.add_string("save", "", "after the last layout's steps, save its model here (a whole Hugging Face checkpoint)");
   cli.add_string("load", "", "start every layout from this checkpoint (any TP degree) instead of the seed's weights");
+  add_runner_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& cfg = setup.in.config;
   const int world = rt.size();
   const std::string out = cli.get_string("out");
   if (rt.is_root()) print_intro(std::cout, setup, world);
-  // Everything that is not a layout's own traffic (losses, traces, comparisons) goes over a
-  // second communicator, so that the trainer's groups count exactly what the layouts communicate.
-  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
-  // The layouts' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
-  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
-  // --backend), which the mesh then splits into the tp and dp groups.
-  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
-  Communicator& tensors = device_comm ? *device_comm : rt.world();
+  // The layouts' tensors over the CPU world or a device communicator, everything else over
+  // metrics (common/train/training_comms.hpp); the steps through the runner (variant_runner.hpp).
+  TrainingComms comms(rt, cfg);
+  const double tokens_per_step = static_cast<double>(world * setup.grad_acc * cfg.tokens_per_micro_batch());
+  VariantRunner runner(comms.metrics(),
+                       {cfg, static_cast<std::int64_t>(tokens_per_step), setup.progress, out});
   make_dirs(out);
 
   const std::string load = cli.get_string("load"), save = cli.get_string("save");
@@ -177,7 +180,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     // Every layout runs the blocks of exercise 06.1 and the loss of 06.2: while they are stubs,
     // nothing can train (skipped on every rank together).
     const std::string missing = rt.skip_if_not_implemented([&] {
-      results.push_back(run_variant(tensors, *metrics, cfg, *setup.in.data, setup.variants[i], out, hooks));
+      results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i], hooks));
     });
     if (!missing.empty()) {
       if (rt.is_root())
@@ -185,8 +188,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
       return 0;
     }
   }
-  const double tokens_per_step = static_cast<double>(world * setup.grad_acc * cfg.tokens_per_micro_batch());
-  const VariantsReport report = gather_variants(*metrics, std::move(results), cfg.steps, tokens_per_step, cfg.dtype);
+  const VariantsReport report =
+      gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens_per_step, runner.agreement());
   if (rt.is_root()) {
     print_losses(std::cout, report);
     print_memory(std::cout, report);

@@ -21,18 +21,16 @@ struct VariantsReport {
   int world = 1;
   std::int64_t steps = 1;
   double tokens_per_step = 0;  // the global batch's tokens
-  DType dtype = DType::f32;    // for the losses' tolerance
+  LossAgreement losses;        // every variant's losses against the first's (VariantRunner::agreement)
 
   const report::Value& rank0(std::size_t variant, const std::string& key) const;
   // Whether every rank's `key` equals its `other` in every variant.
   bool all_equal(const std::string& key, const std::string& other) const;
-  // The variants' losses against the first variant's (common/train/loss_agreement.hpp).
-  LossAgreement losses() const;
 };
 
 // Collective over metrics (every rank calls it with its own results).
 VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult> results, std::int64_t steps,
-                               double tokens_per_step, DType dtype);
+                               double tokens_per_step, LossAgreement losses);
 
 // 1. the losses, their agreement and the final parameters' difference from the first variant's.
 void print_losses(std::ostream& out, const VariantsReport& r);

@@ -12,6 +12,7 @@
 #include "chapters/06_tensor_parallel/tp_trainer.hpp"
 #include "common/data/dataset.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace usp::ch06 {
 
@@ -27,7 +28,7 @@ std::string variant_name(const TpLayout& layout);
 struct VariantResult {
   Variant variant;
   int tp_rank = 0, dp_rank = 0;
-  std::vector<double> losses;      // the global mean loss per step
+  std::vector<double> losses;      // the global mean loss per step (the runner's)
   MemCounts resident;              // this rank's tracked bytes after the last step
   MemCounts peak;                  // this rank's peaks, from the trainer built (and loaded) to the end
   std::int64_t peak_total = 0;     // the peak of the total (not the sum of the peaks)
@@ -35,7 +36,7 @@ struct VariantResult {
   std::int64_t layer_formula = 0;  // layer_activation_formula
   CommStats tp_comm, dp_comm;      // this rank, all steps
   CommCount counted;               // per step
-  std::vector<double> step_seconds;
+  std::vector<double> step_seconds;  // this rank's (the runner's)
   std::vector<float> parameters;   // the final parameters, unsharded (the same on every rank)
 
   double median_step_seconds() const;
@@ -47,10 +48,10 @@ struct TrainerHooks {
   std::function<void(TpTrainer&)> before_training, after_training;
 };
 
-// Trains cfg.steps steps of the variant on world's ranks. metrics: a communicator of the same
-// ranks for everything that is not training traffic (the loss average, the trace, the final
-// parameters), so that the trainer's groups count exactly what the layout communicates.
-VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant, const std::string& trace_dir, const TrainerHooks& hooks = {});
+// Trains cfg.steps steps of the variant on world's ranks through `runner` (the steps, their
+// times, the traced last step, the losses' mean over its metrics communicator: variant_runner.hpp),
+// so that the trainer's groups count exactly what the layout communicates.
+VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
+                          const Variant& variant, const TrainerHooks& hooks = {});
 
 }  // namespace usp::ch06

@@ -131,16 +131,10 @@ bool VariantsReport::comm_matches_count() const {
   return true;
 }
 
-LossAgreement VariantsReport::losses() const {
-  std::vector<std::vector<double>> runs;
-  for (const VariantResult& v : results) runs.push_back(v.losses);
-  return compare_losses(runs, dtype);
-}
-
 VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult> results, std::int64_t steps,
-                               double tokens_per_step, DType dtype) {
+                               double tokens_per_step, LossAgreement losses) {
   VariantsReport r{std::move(results), variant_numbers_table(), blocks_table(), metrics.size(), steps,
-                   tokens_per_step, dtype};
+                   tokens_per_step, losses};
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     const VariantResult& v = r.results[i];
     const CpLayout& l = v.variant.layout;
@@ -192,7 +186,7 @@ void print_losses(std::ostream& out, const VariantsReport& r) {
   char line[200];
   std::snprintf(line, sizeof line,
                 "  the losses agree across the variants: %s (largest relative difference %.2g; allowed %.2g)\n",
-                r.losses().agree() ? "yes" : "NO", r.losses().max_relative_difference, r.losses().allowed);
+                r.losses.agree() ? "yes" : "NO", r.losses.max_relative_difference, r.losses.allowed);
   out << line;
 }
 
@@ -313,8 +307,8 @@ void print_speed(std::ostream& out, const VariantsReport& r) {
 }
 
 void write_variants_json(JsonWriter& j, const VariantsReport& r) {
-  j.field("losses_agree", r.losses().agree());
-  j.field("max_relative_loss_difference", r.losses().max_relative_difference);
+  j.field("losses_agree", r.losses.agree());
+  j.field("max_relative_loss_difference", r.losses.max_relative_difference);
   j.field("comm_matches_count", r.comm_matches_count());
   j.key("variants").begin_array();
   for (std::size_t i = 0; i < r.results.size(); ++i) {

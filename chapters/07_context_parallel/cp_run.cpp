@@ -2,7 +2,6 @@
 #include "chapters/07_context_parallel/cp_run.hpp"
 
 #include <algorithm>
-#include <chrono>
 
 #include "common/rng.hpp"
 #include "common/report/median.hpp"
@@ -57,50 +56,37 @@ std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q,
   return tracker.peak()[category] - before;
 }
 
-VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant, const std::string& trace_dir) {
+VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
+                          const Variant& variant) {
   MemoryTracker& tracker = MemoryTracker::instance();
-  Tracer& tracer = Tracer::instance();
   VariantResult r;
   r.variant = variant;
   r.kv_formula = attention_kv_bytes(cfg, variant.layout);
-  metrics.barrier();
-  {
-    CpTrainer trainer(world, cfg, variant.layout);
-    r.cp_rank = trainer.cp().rank();
-    r.dp_rank = trainer.dp().rank();
-    r.dp_cp_rank = trainer.dp_cp().rank();
-    r.counted = count_comm(cfg, variant.layout, variant.micro_batches, r.cp_rank, r.dp_cp_rank);
-    // The peaks from here on: the trainer's state, and what its steps add.
-    tracker.reset_peak();
-    trainer.cp().reset_stats();  // building the mesh's groups is not training traffic
-    trainer.dp_cp().reset_stats();
-    for (std::int64_t step = 0; step < cfg.steps; ++step) {
-      // Every cp rank of a replica takes the replica's micro-batches (whole sequences; the
-      // trainer keeps its tokens of each).
-      const std::vector<Batch> micro =
-          rank_micro_batches(data, step, r.dp_rank, variant.micro_batches, cfg.mbs, cfg.seq);
-      const bool traced = !variant.trace_name.empty() && step == cfg.steps - 1;
-      if (traced) {
-        tracer.clear();
-        tracer.align(metrics);
-        tracer.enable(true);
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      const double local = trainer.step(micro);
-      r.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      r.attention_seconds.push_back(trainer.attention().work().compute_seconds);
-      if (traced) {
-        tracer.enable(false);
-        // The only compute spans are the attention's own (no unit spans are recorded): of the
-        // time its collectives ran, the part during which the rank was computing attention.
-        r.hidden = hidden_fraction(tracer.spans(), attention_comm_ops(variant.layout.attention));
-      }
-      // Every rank's loss is the mean over as many tokens: the mean over the ranks is the global one.
-      Tensor loss = Tensor::from_floats({static_cast<float>(local)}, {1});
-      metrics.all_reduce(loss, ReduceOp::avg);
-      r.losses.push_back(static_cast<double>(loss.to_floats()[0]));
-    }
+  CpTrainer trainer(world, cfg, variant.layout);
+  r.cp_rank = trainer.cp().rank();
+  r.dp_rank = trainer.dp().rank();
+  r.dp_cp_rank = trainer.dp_cp().rank();
+  r.counted = count_comm(cfg, variant.layout, variant.micro_batches, r.cp_rank, r.dp_cp_rank);
+  // The peaks from here on: the trainer's state, and what its steps add.
+  tracker.reset_peak();
+  trainer.cp().reset_stats();  // building the mesh's groups is not training traffic
+  trainer.dp_cp().reset_stats();
+  TrainingVariant steps{.name = variant.layout.label(), .trace_name = variant.trace_name};
+  // Every cp rank of a replica takes the replica's micro-batches (whole sequences; the trainer
+  // keeps its tokens of each); every rank's loss is the mean over as many tokens, so the mean
+  // over the ranks is the global one.
+  steps.step = [&](std::int64_t step) {
+    const double loss =
+        trainer.step(rank_micro_batches(data, step, r.dp_rank, variant.micro_batches, cfg.mbs, cfg.seq));
+    r.attention_seconds.push_back(trainer.attention().work().compute_seconds);
+    return loss;
+  };
+  // The only compute spans are the attention's own (no unit spans are recorded): of the time its
+  // collectives ran, the part during which the rank was computing attention.
+  steps.traced_step = [&](const std::vector<Span>& spans) {
+    r.hidden = hidden_fraction(spans, attention_comm_ops(variant.layout.attention));
+  };
+  steps.after_steps = [&] {
     r.blocks_per_step = trainer.attention().work().blocks_per_step;
     r.cp_comm = trainer.cp().stats();
     r.dp_cp_comm = trainer.dp_cp().stats();
@@ -120,9 +106,11 @@ VariantResult run_variant(Communicator& world, Communicator& metrics, const Trai
     const Tensor v = placed(random_tensor({cfg.mbs, T, m.kv_heads, D}, "v", cfg.dtype));
     r.attention_peak = attention_forward_peak(trainer.attention(), q, k, v);
     r.kv_measured = attention_forward_peak(trainer.attention(), q, k, v, MemCategory::CommBuffer);
-    if (!variant.trace_name.empty()) write_trace(metrics, trace_dir, variant.trace_name);
-    r.parameters = trainer.params().flat().to_floats();
-  }
+  };
+  const VariantRun run = runner.run(steps);
+  r.losses = run.losses;
+  r.step_seconds = run.step_seconds;
+  r.parameters = trainer.params().flat().to_floats();
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 #include "common/data/dataset.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace usp::ch07 {
 
@@ -28,7 +29,7 @@ std::string variant_name(const CpLayout& layout);
 struct VariantResult {
   Variant variant;
   int cp_rank = 0, dp_rank = 0, dp_cp_rank = 0;
-  std::vector<double> losses;          // the global mean loss per step
+  std::vector<double> losses;          // the global mean loss per step (the runner's)
   MemCounts resident;                  // this rank's tracked bytes after the last step
   MemCounts peak;                      // this rank's peaks over the steps
   std::int64_t peak_total = 0;         // the peak of the total (not the sum of the peaks)
@@ -37,7 +38,7 @@ struct VariantResult {
   std::int64_t kv_measured = 0;        // one attention forward's peak CommBuffer: the K/V it received
   CommStats cp_comm, dp_cp_comm;       // this rank, all steps
   CommCount counted;                   // per step
-  std::vector<double> step_seconds;
+  std::vector<double> step_seconds;    // this rank's (the runner's)
   std::vector<double> attention_seconds;  // per step: the attention's forward compute (AttentionWork)
   std::vector<std::vector<Block>> blocks_per_step;  // the last forward's (AttentionWork)
   double hidden = -1;                  // traced variants: hidden_fraction of its attention's comm
@@ -47,11 +48,11 @@ struct VariantResult {
   double median_attention_seconds() const;
 };
 
-// Trains cfg.steps steps of the variant on world's ranks. metrics: a communicator of the same
-// ranks for everything that is not training traffic (the loss average, the trace), so that the
-// trainer's groups count exactly what the variant communicates.
-VariantResult run_variant(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant, const std::string& trace_dir);
+// Trains cfg.steps steps of the variant on world's ranks through `runner` (the steps, their
+// times, the traced last step, the losses' mean over its metrics communicator: variant_runner.hpp),
+// so that the trainer's groups count exactly what the variant communicates.
+VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
+                          const Variant& variant);
 
 // The bytes of `category` one attention forward holds at its peak above what was held when it
 // began, on q [B, T, H, D], k, v [B, T, G, D] (collective over the attention's group): Temporary

@@ -31,8 +31,10 @@
 #include "common/calc/memory_sweep.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace {
 
@@ -44,6 +46,7 @@ struct Setup {
   int cp = 1, dp = 1, tp = 1;
   std::vector<Variant> variants = {};
   std::int64_t grad_acc = 0;  // micro-batches per replica and step
+  ProgressFlags progress = {};  // --quiet
 };
 
 // A comma-separated list of names, each one of `known`, none twice.
@@ -107,6 +110,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     plan_variants(s, cli, rt.size());
     s.grad_acc = resolve_grad_acc(cli, s.in.config.mbs, s.dp);
     for (Variant& v : s.variants) v.micro_batches = s.grad_acc;
+    s.progress = runner_flags_from(cli);
   });
   return s;
 }
@@ -142,20 +146,18 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("grad-acc", 1, "micro-batches per replica per optimizer step", 1, 1024);
   cli.add_int("global-batch", 0, "samples per step over all replicas; sets --grad-acc (0: mbs × grad-acc × dp)", 0,
               1 << 24);
+  add_runner_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& cfg = setup.in.config;
   const int world = rt.size();
   const std::string out = cli.get_string("out");
   if (rt.is_root()) print_intro(std::cout, setup, world);
-  // Everything that is not a variant's own traffic (losses, traces, comparisons) goes over a
-  // second communicator, so that the trainer's groups count exactly what the variants send.
-  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
-  // The variants' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
-  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
-  // --backend), which the mesh splits into the cp, tp and dp groups.
-  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
-  Communicator& tensors = device_comm ? *device_comm : rt.world();
+  // The variants' tensors over the CPU world or a device communicator, everything else over
+  // metrics (common/train/training_comms.hpp); the steps through the runner (variant_runner.hpp).
+  TrainingComms comms(rt, cfg);
+  const double tokens_per_step = static_cast<double>(setup.dp * setup.grad_acc * cfg.tokens_per_micro_batch());
+  VariantRunner runner(comms.metrics(), {cfg, static_cast<std::int64_t>(tokens_per_step), setup.progress, out});
   make_dirs(out);
 
   std::vector<VariantResult> results;
@@ -163,15 +165,15 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     // The ring merges its blocks with exercise 07.1 and every variant lays the tokens out with
     // exercise 07.2: while they are stubs, nothing can train (skipped on every rank together).
     const std::string missing = rt.skip_if_not_implemented(
-        [&] { results.push_back(run_variant(tensors, *metrics, cfg, *setup.in.data, v, out)); });
+        [&] { results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, v)); });
     if (!missing.empty()) {
       if (rt.is_root())
         std::cout << "\nthe variants: skipped until exercises 07.1 and 07.2 are written (" << missing << ")\n";
       return 0;
     }
   }
-  const double tokens_per_step = static_cast<double>(setup.dp * setup.grad_acc * cfg.tokens_per_micro_batch());
-  const VariantsReport report = gather_variants(*metrics, std::move(results), cfg.steps, tokens_per_step, cfg.dtype);
+  const VariantsReport report =
+      gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens_per_step, runner.agreement());
   if (rt.is_root()) {
     print_losses(std::cout, report);
     print_work(std::cout, report);

@@ -49,8 +49,10 @@
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace {
 
@@ -67,6 +69,7 @@ struct Setup {
   double latency = 0;
   bool sweep = false;
   int sweep_p = 8, sweep_m = 64;
+  ProgressFlags progress = {};  // --quiet
 };
 
 // One schedule's results, for the summary.
@@ -114,6 +117,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     s.sweep = cli.get_flag("sweep");
     s.sweep_p = static_cast<int>(cli.get_int("sweep-p"));
     s.sweep_m = static_cast<int>(cli.get_int("sweep-m"));
+    s.progress = runner_flags_from(cli);
     if (cli.given("v") && s.v > 1 && which != "all" && which != "interleaved")
       throw UsageError("--v " + std::to_string(s.v) + ": only the interleaved schedule splits a rank's layers into "
                        "chunks of your choice; " + which + " runs v = " +
@@ -240,13 +244,11 @@ std::string schedules_json(const std::vector<Outcome>& outcomes) {
 // 4. The executor: every schedule trained on the run's ranks, measured, compared.
 std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::string& out_dir) {
   const TrainingConfig& cfg = s.in.config;
-  // What is not training traffic (losses, traces, gathers) goes over a communicator of its own.
-  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
-  // Activations and gradients travel over the CPU world on CPU ranks; on GPUs over a communicator
-  // for CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
-  // --backend), which the mesh splits into the pipeline and dp groups.
-  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
-  Communicator& tensors = device_comm ? *device_comm : rt.world();
+  // Activations and gradients over the CPU world or a device communicator, which the mesh splits
+  // into the pipeline and dp groups; what is not training traffic (losses, traces, gathers) over
+  // metrics (common/train/training_comms.hpp); the steps through the runner (variant_runner.hpp).
+  TrainingComms comms(rt, cfg);
+  VariantRunner runner(comms.metrics(), {cfg, s.dp * s.m * cfg.tokens_per_micro_batch(), s.progress, out_dir});
   if (rt.is_root())
     std::cout << "\n4. The executor on " << rt.size() << (cfg.device.is_cuda() ? " GPUs" : " ranks") << ": " << cfg.model.str() << ", seq " << cfg.seq
               << ", micro-batches of " << cfg.mbs << ", " << dtype_name(cfg.dtype) << ", recompute "
@@ -256,7 +258,8 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
   for (ScheduleKind kind : s.kinds) {
     const PpLayout layout{s.dp, s.pp, kind, s.m, chunks_for(s, kind)};
     const std::string missing = rt.skip_if_not_implemented([&] {
-      reports.push_back(report_run(*metrics, train_schedule(tensors, *metrics, cfg, *s.in.data, layout, out_dir)));
+      reports.push_back(
+          report_run(comms.metrics(), train_schedule(runner, comms.tensors(), cfg, *s.in.data, layout)));
     });
     if (!rt.is_root()) continue;
     if (!missing.empty()) {
@@ -298,6 +301,7 @@ int main(int argc, char** argv) {
     cli.add_flag("sweep", "also write bubble_sweep.csv: the bubble for m = 1 .. --sweep-m at p = --sweep-p");
     cli.add_int("sweep-p", 8, "the pipeline ranks of --sweep", 1, 64);
     cli.add_int("sweep-m", 64, "the largest m of --sweep", 1, 256);
+    add_runner_flags(cli);
     if (!rt.parse(cli, argc, argv)) return 0;
     const Setup s = read_setup(rt, cli);
     const std::string out_dir = cli.get_string("out");

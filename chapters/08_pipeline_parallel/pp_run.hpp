@@ -10,6 +10,7 @@
 #include "chapters/08_pipeline_parallel/pp_trainer.hpp"
 #include "common/data/dataset.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace usp::ch08 {
 
@@ -17,8 +18,8 @@ struct ScheduleRun {
   PpLayout layout;
   Schedule schedule;
   std::vector<UnitRange> stages;        // every virtual stage's units
-  std::vector<double> losses;           // per step: the global mean
-  std::vector<double> step_seconds;     // per step, this rank's wall time
+  std::vector<double> losses;           // per step: the global mean (the runner's)
+  std::vector<double> step_seconds;     // per step, this rank's wall time (the runner's)
   std::vector<ExecutedStep> last_step;  // every pipeline rank's last step (the same on every rank)
   int pp_rank = 0;                      // this rank's place in its pipeline
   std::int64_t params_held = 0;         // this rank
@@ -28,9 +29,9 @@ struct ScheduleRun {
   double median_step_seconds() const;
 };
 
-// metrics: a communicator of the same ranks as world for what is not training traffic (the
-// losses' mean, the trace). trace_dir empty: no trace.
-ScheduleRun train_schedule(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
-                         const PpLayout& layout, const std::string& trace_dir);
+// Through `runner` (the steps, their times, the losses' mean over its metrics communicator, the
+// last step traced as <runner's trace_dir>/trace_<schedule>: variant_runner.hpp).
+ScheduleRun train_schedule(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
+                           const PpLayout& layout);
 
 }  // namespace usp::ch08

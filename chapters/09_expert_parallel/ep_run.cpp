@@ -1,7 +1,6 @@
 #include "chapters/09_expert_parallel/ep_run.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -43,8 +42,8 @@ int EpResult::first_divergence(const EpResult& other, double rel) const {
   return -1;
 }
 
-EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConfig cfg, const Dataset& data,
-                        const EpVariant& variant, const std::string& save_dir) {
+EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator& metrics, TrainingConfig cfg,
+                        const Dataset& data, const EpVariant& variant, const std::string& save_dir) {
   if (!variant.aux) cfg.model.router_aux_loss_coef = 0;
   MemoryTracker& tracker = MemoryTracker::instance();
   tracker.reset_peak();
@@ -52,18 +51,17 @@ EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConf
   r.variant = variant;
   EpTrainer trainer(world, cfg, variant.layout);
   const std::int64_t E = cfg.model.experts;
-  std::uint64_t a2a = 0;
-  for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double loss =
-        trainer.step(rank_micro_batches(data, step, trainer.dp().rank(), variant.micro_batches, cfg.mbs, cfg.seq));
-    r.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    // Every rank's loss, aux loss and routing, summed on every rank.
+  TrainingVariant steps{.name = variant.label()};
+  steps.step = [&](std::int64_t step) {
+    return trainer.step(rank_micro_batches(data, step, trainer.dp().rank(), variant.micro_batches, cfg.mbs, cfg.seq));
+  };
+  // Every rank's aux loss and routing, summed on every rank.
+  steps.after_step = [&](std::int64_t) {
     struct StepRow {
-      double loss, aux;
+      double aux;
       std::int64_t dropped;
     };
-    StepRow mine{loss, trainer.aux_loss(), 0};
+    StepRow mine{trainer.aux_loss(), 0};
     std::vector<std::int64_t> counts;  // routed per (layer, expert), then kept
     for (const MoeRouting& m : trainer.routing()) {
       counts.insert(counts.end(), m.routed.begin(), m.routed.end());
@@ -73,22 +71,24 @@ EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConf
     const std::vector<StepRow> all = report::gather_rows(metrics, mine);
     const auto all_counts = gather_int64(metrics, counts);
     const std::size_t n = trainer.routing().size() * static_cast<std::size_t>(E);
-    double loss_sum = 0, aux_sum = 0;
+    double aux_sum = 0;
     std::vector<std::int64_t> routed(n, 0), kept(n, 0);
     std::int64_t drops = 0;
     for (std::size_t w = 0; w < all.size(); ++w) {
-      loss_sum += all[w].loss;
       aux_sum += all[w].aux;
       for (std::size_t i = 0; i < n; ++i) routed[i] += all_counts[w][i], kept[i] += all_counts[w][n + i];
       drops += all[w].dropped;
     }
-    r.losses.push_back(loss_sum / static_cast<double>(all.size()));
     r.aux.push_back(aux_sum / static_cast<double>(all.size()));
     r.routed.push_back(routed);
     r.kept.push_back(kept);
     r.dropped.push_back(drops);
-  }
-  a2a = trainer.ep().stats().sent(CommOp::all_to_allv) + trainer.ep().stats().sent(CommOp::all_to_all);
+  };
+  const VariantRun run = runner.run(steps);
+  r.losses = run.losses;
+  r.step_seconds = run.step_seconds;
+  const CommStats& ep = trainer.ep().stats();
+  const std::uint64_t a2a = ep.sent(CommOp::all_to_allv) + ep.sent(CommOp::all_to_all);
   struct RankRow {
     std::int64_t a2a_bytes, params_held, peak_total;
   };

@@ -9,6 +9,7 @@
 
 #include "chapters/09_expert_parallel/ep_trainer.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace usp::ch09 {
 
@@ -23,7 +24,7 @@ struct EpVariant {
 
 struct EpResult {
   EpVariant variant;
-  std::vector<double> losses;     // per step: the mean cross-entropy over every rank's tokens
+  std::vector<double> losses;     // per step: the mean cross-entropy over every rank's tokens (the runner's)
   std::vector<double> aux;        // per step: the load-balancing loss (mean over the ranks)
   // [step][layer · E + expert]: assignments over all ranks (the router's, and those computed).
   std::vector<std::vector<std::int64_t>> routed, kept;
@@ -31,7 +32,7 @@ struct EpResult {
   std::vector<std::int64_t> a2a_bytes;        // [world rank]: all-to-all(-v) bytes sent per step
   std::vector<std::int64_t> params_held;      // [world rank]: parameters (elements)
   std::vector<std::int64_t> peak_total;       // [world rank]: tracker peak of the total
-  std::vector<double> step_seconds;           // rank 0's
+  std::vector<double> step_seconds;           // this rank's (the runner's; rank 0's is reported)
   std::vector<float> final_params;            // this rank's store, for comparisons
 
   double median_step_seconds() const;
@@ -44,10 +45,11 @@ struct EpResult {
   int first_divergence(const EpResult& other, double rel) const;
 };
 
-// Collective over world (metrics: a communicator of the same ranks for everything that is not
-// the variant's own traffic). save_dir not empty: the trained model is saved there as one
-// checkpoint (ep_checkpoint.hpp).
-EpResult run_ep_variant(Communicator& world, Communicator& metrics, TrainingConfig cfg, const Dataset& data,
-                        const EpVariant& variant, const std::string& save_dir = "");
+// Collective over world, through `runner` (the steps, their times, the losses' mean over its
+// metrics communicator: variant_runner.hpp); metrics (the runner's) carries the routing and the
+// ranks' rows too. save_dir not empty: the trained model is saved there as one checkpoint
+// (ep_checkpoint.hpp).
+EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator& metrics, TrainingConfig cfg,
+                        const Dataset& data, const EpVariant& variant, const std::string& save_dir = "");
 
 }  // namespace usp::ch09

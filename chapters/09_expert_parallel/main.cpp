@@ -25,8 +25,10 @@
 #include "chapters/09_expert_parallel/ep_run.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace {
 
@@ -36,6 +38,7 @@ using namespace usp::ch09;
 struct Setup {
   TrainingInputs in;
   std::vector<EpVariant> variants = {};
+  ProgressFlags progress = {};  // --quiet
 };
 
 // "1,4" -> {1, 4}; each an integer >= 1, none twice.
@@ -78,6 +81,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     if (aux == "both") s.variants.push_back({{W, eps.back()}, false, k});
     if (aux == "off")
       for (int ep : eps) s.variants.push_back({{W, ep}, false, k});
+    s.progress = runner_flags_from(cli);
   });
   return s;
 }
@@ -96,6 +100,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                  "the load-balancing loss: on, off, or both (the largest ep also runs without it)");
   cli.add_int("grad-acc", 1, "micro-batches per rank per optimizer step", 1, 1024);
   cli.add_string("save", "", "save the first variant's trained model here: one Mixtral checkpoint (usp_eval loads it)");
+  add_runner_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& cfg = setup.in.config;
@@ -112,19 +117,20 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
       std::cout << "  note: on one rank every expert is here (ep = 1). Run it on several ranks:\n"
                    "        mpirun -np 4 build/bin/ch09_expert_parallel (or ./usp run 09)\n";
   }
-  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
-  // The variants' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
-  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
-  // --backend), which the mesh splits into the ep and dp groups.
-  const std::unique_ptr<Communicator> device_comm = rt.device_world(cfg.device, cfg.backend);
-  Communicator& tensors = device_comm ? *device_comm : rt.world();
+  // The variants' tensors over the CPU world or a device communicator, which the mesh splits into
+  // the ep and dp groups; everything else over metrics (common/train/training_comms.hpp); the
+  // steps through the runner (variant_runner.hpp).
+  TrainingComms comms(rt, cfg);
+  const double tokens_per_step =
+      static_cast<double>(W * setup.variants.front().micro_batches * cfg.tokens_per_micro_batch());
+  VariantRunner runner(comms.metrics(), {cfg, static_cast<std::int64_t>(tokens_per_step), setup.progress, out});
   make_dirs(out);
   std::vector<EpResult> results;
   for (const EpVariant& v : setup.variants) {
     const std::string missing = rt.skip_if_not_implemented(
         [&] {
           const std::string save = &v == &setup.variants.front() ? cli.get_string("save") : std::string();
-          results.push_back(run_ep_variant(tensors, *metrics, cfg, *setup.in.data, v, save));
+          results.push_back(run_ep_variant(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, v, save));
           if (!save.empty() && rt.is_root()) std::cout << "saved the model trained by " << v.label() << " to " << save << "\n";
         });
     if (!missing.empty()) {
@@ -147,8 +153,6 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   write_variants_json(j, results, cfg.model);
   j.end_object();
   const EpResult& first = results.front();
-  const double tokens_per_step =
-      static_cast<double>(W * first.variant.micro_batches * cfg.tokens_per_micro_batch());
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "09_expert_parallel", .losses = first.losses,
                           .tokens_per_second = tokens_per_step / first.median_step_seconds(), .dp = W,

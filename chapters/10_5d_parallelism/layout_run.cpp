@@ -1,13 +1,11 @@
 #include "chapters/10_5d_parallelism/layout_run.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/memory_tracker.hpp"
-#include "common/report/median.hpp"
 #include "common/report/row_gather.hpp"
 #include "common/train/loss_agreement.hpp"
 
@@ -15,15 +13,19 @@ namespace usp::ch10 {
 
 namespace {
 
-// The same steps on one device: one rank, the whole global batch as dp·m micro-batches.
+// The same steps on one device: one rank, the whole global batch as dp·m micro-batches, through a
+// quiet runner of its own.
 std::vector<double> single_device_losses(Communicator& self, const TrainingConfig& cfg, const Dataset& data, int micro_batches) {
   Layout5d one;
   one.m = micro_batches;
   Trainer5d trainer(self, cfg, one);
-  std::vector<double> out;
-  for (std::int64_t step = 0; step < cfg.steps; ++step)
-    out.push_back(trainer.step(rank_micro_batches(data, step, 0, micro_batches, cfg.mbs, cfg.seq)).loss);
-  return out;
+  VariantRunner runner(self, {.config = cfg, .tokens_per_step = micro_batches * cfg.tokens_per_micro_batch(),
+                              .progress = {.quiet = true}});
+  return runner
+      .run({.name = "one device", .step = [&](std::int64_t step) {
+              return trainer.step(rank_micro_batches(data, step, 0, micro_batches, cfg.mbs, cfg.seq)).loss;
+            }})
+      .losses;
 }
 
 calc::MemoryBreakdown predicted(const TrainingConfig& cfg, const Layout5d& l, int stage) {
@@ -51,8 +53,8 @@ double LayoutRun::max_relative_loss_gap() const {
   return max_loss_gap(losses, reference, true);
 }
 
-LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
-                     const Layout5d& layout) {
+LayoutRun run_layout(VariantRunner& runner, Communicator& world, Communicator& metrics, const TrainingConfig& cfg,
+                     const Dataset& data, const Layout5d& layout) {
   LayoutRun run;
   run.layout = layout;
   run.moe = cfg.model.is_moe();
@@ -60,31 +62,29 @@ LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingC
   const MemCounts before = tracker.current();
   tracker.reset_peak();
   MemCounts peak;
-  std::vector<double> seconds;
   RankFacts me;
   {
     Trainer5d trainer(world, cfg, layout);
     Mesh& mesh = trainer.mesh();
     me.dp = mesh.coord(MeshDim::dp), me.tp = mesh.coord(MeshDim::tp), me.cp = mesh.coord(MeshDim::cp);
     me.pp = mesh.coord(MeshDim::pp);
-    for (std::int64_t step = 0; step < cfg.steps; ++step) {
-      const auto t0 = std::chrono::steady_clock::now();
+    // Every rank holds its (dp, cp) replica's loss over equal token counts: the plain mean.
+    TrainingVariant steps{.name = layout.label()};
+    steps.step = [&](std::int64_t step) {
       const Step5d s = trainer.step(rank_micro_batches(data, step, me.dp, layout.m, cfg.mbs, cfg.seq));
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       const MemCounts now = tracker.peak();  // the executor restarts the peaks each step: keep the largest
       for (int c = 0; c < kNumMemCategories; ++c) peak.bytes[c] = std::max(peak.bytes[c], now.bytes[c]);
-      // Every rank holds its (dp, cp) replica's loss over equal token counts: the plain mean.
-      double sum = 0;
-      const std::vector<double> all = report::gather_rows(metrics, s.loss);
-      for (double loss : all) sum += loss;
-      run.losses.push_back(sum / static_cast<double>(all.size()));
-    }
-    const auto steps = static_cast<std::uint64_t>(cfg.steps);
-    me.sent_tp = static_cast<std::int64_t>(mesh.tp().stats().total_sent() / steps);
-    me.sent_cp = static_cast<std::int64_t>(mesh.cp().stats().total_sent() / steps);
-    me.sent_dp_cp = static_cast<std::int64_t>(mesh.dp_cp().stats().total_sent() / steps);
-    me.sent_pp = static_cast<std::int64_t>(mesh.pp().stats().total_sent() / steps);
-    me.sent_ep = static_cast<std::int64_t>(mesh.ep().stats().total_sent() / steps);
+      return s.loss;
+    };
+    const VariantRun done = runner.run(steps);
+    run.losses = done.losses;
+    run.median_step_seconds = done.median_step_seconds();
+    const auto steps_done = static_cast<std::uint64_t>(cfg.steps);
+    me.sent_tp = static_cast<std::int64_t>(mesh.tp().stats().total_sent() / steps_done);
+    me.sent_cp = static_cast<std::int64_t>(mesh.cp().stats().total_sent() / steps_done);
+    me.sent_dp_cp = static_cast<std::int64_t>(mesh.dp_cp().stats().total_sent() / steps_done);
+    me.sent_pp = static_cast<std::int64_t>(mesh.pp().stats().total_sent() / steps_done);
+    me.sent_ep = static_cast<std::int64_t>(mesh.ep().stats().total_sent() / steps_done);
     auto added = [&](MemCategory k) { return peak[k] - before[k]; };
     me.params = added(MemCategory::Parameter);
     me.grads = added(MemCategory::Gradient);
@@ -95,7 +95,6 @@ LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingC
       me.calc_params = want.parameters, me.calc_grads = want.gradients, me.calc_optimizer = want.optimizer;
     }
   }
-  run.median_step_seconds = report::median(seconds);
   run.ranks = report::gather_rows(metrics, me);
   auto self = metrics.split(metrics.rank(), 0);
   // The reference on one CPU device (the course's baseline, whatever device the layouts ran on).

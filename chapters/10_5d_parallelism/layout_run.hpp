@@ -9,6 +9,7 @@
 #include "chapters/10_5d_parallelism/layout_5d.hpp"
 #include "common/data/dataset.hpp"
 #include "common/train/training_flags.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace usp::ch10 {
 
@@ -28,7 +29,7 @@ struct RankFacts {
 struct LayoutRun {
   Layout5d layout;
   bool moe = false;
-  std::vector<double> losses;  // per step, the global mean
+  std::vector<double> losses;  // per step, the global mean (the runner's)
   std::vector<double> reference;  // per step, the same training on one device (rank 0's run)
   double median_step_seconds = 0;
   std::vector<RankFacts> ranks;  // [world rank], gathered on every rank
@@ -38,9 +39,10 @@ struct LayoutRun {
   double max_relative_loss_gap() const;  // |losses - reference| / reference, the largest
 };
 
-// Collective over world; metrics: a communicator of the same ranks for what is not training
-// traffic. The reference run happens on rank 0 alone, on a communicator of its own.
-LayoutRun run_layout(Communicator& world, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data,
-                     const Layout5d& layout);
+// Collective over world, through `runner` (the steps, their times, the losses' mean over its
+// metrics communicator, which carries the ranks' rows too: variant_runner.hpp). The reference run
+// happens on rank 0 alone, on a communicator of its own.
+LayoutRun run_layout(VariantRunner& runner, Communicator& world, Communicator& metrics, const TrainingConfig& cfg,
+                     const Dataset& data, const Layout5d& layout);
 
 }  // namespace usp::ch10

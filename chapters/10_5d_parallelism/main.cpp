@@ -32,8 +32,10 @@
 #include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_runner.hpp"
 
 namespace {
 
@@ -102,13 +104,16 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_choice("attention", "ring", {"ring", "all-gather", "all-to-all"}, "the context-parallel attention");
   cli.add_choice("sharding", "zig-zag", {"zig-zag", "contiguous"}, "how CP cuts each sequence");
   cli.add_string("cluster", "", "a JSON cluster file instead of the playbook's H100 cluster");
+  add_runner_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const std::string out = cli.get_string("out");
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks);
   const int W = rt.size();
   std::vector<Planned> layouts;
   plan::Cluster cluster = plan::Cluster::playbook();
+  ProgressFlags progress;
   rt.agree([&] {
+    progress = runner_flags_from(cli);
     require_layout_flags_used(cli, W);
     if (layout_chosen(cli)) layouts.push_back({layout_from_flags(cli, W), in.config.model.is_moe()});
     else layouts = default_layouts(W);
@@ -119,12 +124,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   make_dirs(out);
 
   // 1. The trainer.
-  std::unique_ptr<Communicator> metrics = rt.world().split(0, rt.rank());
-  // The layouts' tensors travel over the CPU world on CPU ranks; on GPUs over a communicator for
-  // CUDA tensors (NCCL with a GPU per rank, MPI through host memory when ranks share one;
-  // --backend), which each trainer's mesh splits into its groups.
-  const std::unique_ptr<Communicator> device_comm = rt.device_world(in.config.device, in.config.backend);
-  Communicator& tensors = device_comm ? *device_comm : rt.world();
+  // The layouts' tensors over the CPU world or a device communicator, which each trainer's mesh
+  // splits into its groups; everything else over metrics (common/train/training_comms.hpp).
+  TrainingComms comms(rt, in.config);
   if (rt.is_root())
     std::cout << "1. One trainer for every layout, on " << W << (in.config.device.is_cuda() ? " GPU(s)" : " rank(s)")
               << ": " << in.config.model.str() << ", "
@@ -134,7 +136,11 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
               << "   per step over each dimension's group.\n";
   std::vector<LayoutRun> runs;
   for (const Planned& p : layouts) {
-    runs.push_back(run_layout(tensors, *metrics, p.moe ? moe_config(in.config) : in.config, *in.data, p.layout));
+    // A runner per layout (variant_runner.hpp): each its own global batch (dp · m micro-batches).
+    const TrainingConfig cfg = p.moe ? moe_config(in.config) : in.config;
+    VariantRunner runner(comms.metrics(),
+                         {cfg, p.layout.dp * p.layout.m * cfg.tokens_per_micro_batch(), progress, out});
+    runs.push_back(run_layout(runner, comms.tensors(), comms.metrics(), cfg, *in.data, p.layout));
     if (rt.is_root()) print_layout_run(std::cout, runs.back());
   }
   if (rt.is_root()) layout_ranks_table(runs).write_csv(out + "/layout_ranks.csv");

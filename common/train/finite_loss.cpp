@@ -13,10 +13,11 @@ std::int64_t first_non_finite(const std::vector<double>& values) {
   return -1;
 }
 
-void require_finite_loss(double value, std::int64_t step, const std::string& quantity, const std::string& run) {
+void require_finite_loss(double value, std::int64_t step, const std::string& quantity, const std::string& run,
+                         const std::string& where) {
   if (std::isfinite(value)) return;
   throw Error("step " + std::to_string(step) + (run.empty() ? "" : " of run '" + run + "'") + ": the " + quantity +
-              " is " + format_double(value) +
+              " is " + format_double(value) + where +
               ": the training diverged (a smaller --lr, or fp32?); no result is written from it");
 }
 

@@ -19,8 +19,9 @@ std::int64_t first_non_finite(const std::vector<double>& values);
 // `run` (which run of the chapter, may be empty).
 void require_finite_losses(const std::vector<double>& losses, const std::string& run = "");
 // The same for one step's value as the run goes (a loop that checks each step stops at the first
-// bad one instead of training on); `quantity` names it ("loss", "validation loss").
+// bad one instead of training on); `quantity` names it ("loss", "validation loss"), `where` the
+// rank it came from (" on rank 1"; variant_runner.hpp: a mean over ranks, said once).
 void require_finite_loss(double value, std::int64_t step, const std::string& quantity = "loss",
-                         const std::string& run = "");
+                         const std::string& run = "", const std::string& where = "");
 
 }  // namespace usp

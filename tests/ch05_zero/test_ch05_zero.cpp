@@ -535,7 +535,9 @@ TEST_CASE("each rank keeps exactly the ZeRO formula's bytes, and sends the playb
         for (ZeroOptions o : all_stages(prec.fp32_accum)) {
           INFO(cfg.model.name << ", " << dtype_name(cfg.dtype) << (prec.fp32_accum ? " + fp32 accumulation" : "")
                               << ", N_d = " << n << ", rank " << r << ", k = " << k << ", " << stage_label(o));
-          const StageResult res = run_stage(dp, *metrics, cfg, *data, k, o);
+          VariantRunner runner(*metrics, {.config = cfg, .tokens_per_step = n * k * cfg.tokens_per_micro_batch(),
+                                          .progress = {.quiet = true}});
+          const StageResult res = run_stage(runner, dp, *metrics, cfg, *data, k, o);
           // The state kept between steps, measured by the tracker, equals the exact count
           // (padding included: state_bytes.hpp)...
           const StateBytes want = zero_state_bytes(cfg.model, cfg.dtype, o.stage, n, r, prec.fp32_accum);
