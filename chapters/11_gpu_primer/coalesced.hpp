@@ -12,10 +12,13 @@
 // That is coalescing: the hardware merges a warp's accesses to consecutive addresses into as
 // few memory transactions as possible.
 //
-// The function is USP_HD: the kernel (kernels/matmul/02_coalesced.cu) calls it on the
-// GPU, and the tests call it on the CPU to check the two properties below without a GPU.
+// The exercise is the whole of one thread of rung 02: which element it computes
+// (coalesced_cell) and computing it (coalesced_thread). Both are USP_HD: the kernel
+// (kernels/matmul/02_coalesced.cu) calls coalesced_thread on the GPU, and the tests call both on
+// the CPU — every thread of every block, one after the other — without a GPU.
 #pragma once
 #include "common/hostdevice.hpp"
+#include "kernels/matmul/gemm.hpp"
 
 namespace usp::ch11 {
 
@@ -26,23 +29,38 @@ struct Cell {
   int row = 0, col = 0;
 };
 
-// Exercise 11.1: the element of C that thread t (0 <= t < 1024) of block (bx, by) computes.
+// Exercise 11.1, the mapping: the element of C that thread t (0 <= t < 1024) of block (bx, by)
+// computes (bx, by >= 0: blockIdx.x walks the columns of C, blockIdx.y its rows).
 //   (a) coverage: the 1024 threads of block (bx, by) get the 1024 elements of its tile, rows
 //       by·32 .. by·32+31 and columns bx·32 .. bx·32+31, each exactly once;
 //   (b) coalescing: threads t and t+1 of the same warp get the same row and columns j, j+1.
 // Cells outside C (on the edge tiles of sizes that are not multiples of 32) are allowed: the
-// kernel skips them.
+// thread computes nothing for them (below).
 USP_HD Cell coalesced_cell(int bx, int by, int t);
+
+// Exercise 11.1, the thread: everything thread t of block (bx, by) does in rung 02, for the
+// problem g of kernels/matmul/gemm.hpp (any M, N, K >= 1; A M×K, B K×N, C M×N row-major, so
+// element (i, k) of A is g.A[i·K + k], (k, j) of B is g.B[k·N + j], (i, j) of C is g.C[i·N + j]).
+//   * its element is coalesced_cell(bx, by, t), (row, col);
+//   * when that element lies inside C (row < M and col < N) it writes
+//       C[row][col] = alpha·Σ_{k<K} A[row][k]·B[k][col] + beta·C[row][col]
+//     with the sum over k in increasing order in fp32 and the last step matmul::store_c
+//     (kernels/matmul/epilogue.hpp: C is not read when beta == 0);
+//   * when it lies outside C — on the edge tiles, in either direction — it reads and writes
+//     nothing: no element of A, B or C outside the matrices is ever touched, and no other
+//     element of C (a column past N is not the next row's first column).
+USP_HD void coalesced_thread(const matmul::GemmF32& g, int bx, int by, int t);
 
 }  // namespace usp::ch11
 
 // Rung 02's launcher, matmul::matmul_02_coalesced, is declared with the other rungs in
 // kernels/matmul/rungs.hpp.
 
-// The definition of coalesced_cell, header-only so that the kernel and the CPU tests compile the
-// same code: solutions/11_gpu_primer/coalesced_cell.hpp, or in chapter 11's exercise build the
-// student's exercises/11_gpu_primer/coalesced_cell.hpp. Each variant of chapter 11's library sets
-// USP_CH11_EXERCISES (0, 1, or 2 for the mutant copy of ./usp test --mutants) for itself and for what links it (chapters/11_gpu_primer/CMakeLists.txt).
+// The definitions of coalesced_cell and coalesced_thread, header-only so that the kernel and the
+// CPU tests compile the same code: solutions/11_gpu_primer/coalesced_cell.hpp, or in chapter 11's
+// exercise build the student's exercises/11_gpu_primer/coalesced_cell.hpp. Each variant of
+// chapter 11's library sets USP_CH11_EXERCISES (0, 1, or 2 for the mutant copy of
+// ./usp test --mutants) for itself and for what links it (chapters/11_gpu_primer/CMakeLists.txt).
 #include "chapters/11_gpu_primer/exercise_variant.hpp"
 #if USP_CH11_EXERCISES == 2
 #include "mutant/solutions/11_gpu_primer/coalesced_cell.hpp"

@@ -112,47 +112,37 @@ void flash_attention_backward(const Tensor& dout, const Tensor& q, const Tensor&
   std::fill_n(dkf.data(), dk.numel(), 0.0f);
   std::fill_n(dvf.data(), dv.numel(), 0.0f);
   const float* lse_in = lse.data<float>();
-  Tensor qt = scratch(br * m.d), dot = scratch(br * m.d), ot = scratch(br * m.d), dqt = scratch(br * m.d);
   Tensor kt = scratch(bc * m.d), vt = scratch(bc * m.d), dkt = scratch(bc * m.d), dvt = scratch(bc * m.d);
-  Tensor delta = scratch(br), dk_sum = scratch(bc * m.d), dv_sum = scratch(bc * m.d);
-  Tensor pt = scratch(br * bc), dpt = scratch(br * bc);
+  Tensor delta = scratch(br), pt = scratch(br * bc), dpt = scratch(br * bc);
   const float scale = 1.0f / std::sqrt(static_cast<float>(m.d));
   for (std::int64_t bi = 0; bi < m.b; ++bi)
     for (std::int64_t hq = 0; hq < m.h; ++hq) {
       const std::int64_t hk = hq / (m.h / m.g);
+      // Query row i of this head is row i of a [T, d] matrix whose rows are h·d floats apart, in
+      // q, out, dout and dq alike: read (and dq added to) in place.
+      const std::int64_t rows_at = (bi * m.t * m.h + hq) * m.d;
       for (std::int64_t j0 = 0; j0 < m.t; j0 += bc) {
         const std::int64_t nk = std::min(bc, m.t - j0);
         load(kf.data(), m, m.g, bi, hk, j0, nk, kt.data<float>());
         load(vf.data(), m, m.g, bi, hk, j0, nk, vt.data<float>());
-        std::fill_n(dkt.data<float>(), nk * m.d, 0.0f);
-        std::fill_n(dvt.data<float>(), nk * m.d, 0.0f);
-        for (std::int64_t i0 = causal ? j0 / br * br : 0; i0 < m.t; i0 += br) {  // causal: tiles reaching j0
-          const std::int64_t nq = std::min(br, m.t - i0);
-          load(qf.data(), m, m.h, bi, hq, i0, nq, qt.data<float>());
-          load(dof.data(), m, m.h, bi, hq, i0, nq, dot.data<float>());
-          load(of.data(), m, m.h, bi, hq, i0, nq, ot.data<float>());
-          load(dqf.data(), m, m.h, bi, hq, i0, nq, dqt.data<float>());
-          for (std::int64_t r = 0; r < nq; ++r) {
-            float sum = 0;
-            for (std::int64_t e = 0; e < m.d; ++e) sum += dot.data<float>()[r * m.d + e] * ot.data<float>()[r * m.d + e];
-            delta.data<float>()[r] = sum;
-          }
-          const TileBackwardIn in{qt.data<float>(), kt.data<float>(), vt.data<float>(), dot.data<float>(),
-                                  lse_in + (bi * m.h + hq) * m.t + i0, delta.data<float>(), pt.data<float>(),
-                                  dpt.data<float>(), static_cast<int>(nq), static_cast<int>(nk), static_cast<int>(m.d), scale, causal,
-                                  i0, j0};
-          tile_backward(in, {dqt.data<float>(), dkt.data<float>(), dvt.data<float>()});
-          store(dqt.data<float>(), m, m.h, bi, hq, i0, nq, dqf.data());
-        }
+        const KeyTileBackwardIn in{kt.data<float>(),        vt.data<float>(),
+                                   qf.data() + rows_at,     of.data() + rows_at,
+                                   dof.data() + rows_at,    lse_in + (bi * m.h + hq) * m.t,
+                                   pt.data<float>(),        dpt.data<float>(),
+                                   delta.data<float>(),     static_cast<int>(nk),
+                                   static_cast<int>(m.t),   static_cast<int>(br),
+                                   static_cast<int>(m.d),   m.h * m.d,
+                                   scale,                   causal,
+                                   0,                       j0};
+        key_tile_backward(in, {dqf.data() + rows_at, dkt.data<float>(), dvt.data<float>()});  // exercise 12.2
         // This head's share of the kv head's gradients (a GQA group's query heads add up).
-        load(dkf.data(), m, m.g, bi, hk, j0, nk, dk_sum.data<float>());
-        load(dvf.data(), m, m.g, bi, hk, j0, nk, dv_sum.data<float>());
-        for (std::int64_t e = 0; e < nk * m.d; ++e) {
-          dk_sum.data<float>()[e] += dkt.data<float>()[e];
-          dv_sum.data<float>()[e] += dvt.data<float>()[e];
-        }
-        store(dk_sum.data<float>(), m, m.g, bi, hk, j0, nk, dkf.data());
-        store(dv_sum.data<float>(), m, m.g, bi, hk, j0, nk, dvf.data());
+        float* dk_rows = dkf.data() + (bi * m.t * m.g + hk) * m.d;
+        float* dv_rows = dvf.data() + (bi * m.t * m.g + hk) * m.d;
+        for (std::int64_t r = 0; r < nk; ++r)
+          for (std::int64_t e = 0; e < m.d; ++e) {
+            dk_rows[(j0 + r) * m.g * m.d + e] += dkt.data<float>()[r * m.d + e];
+            dv_rows[(j0 + r) * m.g * m.d + e] += dvt.data<float>()[r * m.d + e];
+          }
       }
     }
   dqf.store();

@@ -9,8 +9,9 @@
 // outer loop, so a GPU gives each tile its own thread block):
 //     flash_query_tile(q_tile, k, v of the kv head, ...)  exercise 12.1: over the key tiles of
 //         k_cols keys, the online softmax, the final normalisation and the lse
-// Backward, per (batch, query head) and key tile (the outer loop: its dk, dv stay in the tile):
-//     for each query tile that sees it:  tile_backward(...)  exercise 12.2, from the saved lse and
+// Backward, per (batch, query head) and key tile of k_cols keys (the outer loop: its dk, dv stay
+//     in the tile):  key_tile_backward(k, v tiles, q, out, dout, dq of the head, ...)  exercise
+//     12.2: over the query tiles of q_rows queries that see it, from the saved lse and
 //     delta = rowsum(dout ∘ out), recomputing the tile's probabilities.
 // Memory beyond the inputs and outputs: the tiles — O(q_rows·k_cols + (q_rows + k_cols)·D) floats
 // (the forward reads k and v in place),

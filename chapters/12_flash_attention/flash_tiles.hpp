@@ -1,7 +1,8 @@
 // The two pieces of flash attention that work on plain fp32 arrays of one head — the exercises:
-// one query tile's whole forward (12.1) and one (query tile, key tile) pair of the backward
-// (12.2). The drivers (flash_attention.cpp) loop over batches, heads and query tiles, copy each
-// query tile into a contiguous buffer and call these; everything about layouts stays there.
+// one query tile's whole forward (12.1) and one key tile's whole backward (12.2). The drivers
+// (flash_attention.cpp) loop over batches and heads, copy the tile that stays put (the query
+// tile forward, the key and value tiles backward) into a contiguous buffer, pass the rest in place
+// with its stride, and call these; everything else about layouts stays there.
 //
 // Notation for a query tile of `rows` queries and a key tile of `cols` keys, head dim d:
 //   s[i][j] = q_i · k_j · scale       (scale = 1/√d), or -inf where key j is masked for query i
@@ -41,33 +42,48 @@ struct QueryTileIn {
 // give the same numbers, slower.
 void flash_query_tile(const QueryTileIn& in, float* out, float* lse);
 
-// Exercise 12.2 — the backward of one (query tile, key tile) pair, from the saved log-sum-exp.
-struct TileBackwardIn {
-  const float* q;      // [rows, d] the query tile
-  const float* k;      // [cols, d] the key tile
-  const float* v;      // [cols, d] the value tile
-  const float* dout;   // [rows, d] the gradient of the output rows
-  const float* lse;    // [rows]    log Σ exp(s) over ALL keys of each query row (the forward's)
-  const float* delta;  // [rows]    Σ_e dout_i[e] · out_i[e] (= Σ_j p_ij · dp_ij over all keys)
-  float* p;            // [rows, cols] scratch for the tile's probabilities (contents undefined)
-  float* dp;           // [rows, cols] scratch for dp, then ds (contents undefined)
-  int rows = 0, cols = 0, d = 0;
-  float scale = 1;
-  bool causal = false;
-  std::int64_t q0 = 0, k0 = 0;  // positions of the tiles' first query and first key
+// Exercise 12.2 — one key tile's whole backward: the gradients that flow through the `cols` keys
+// of one tile, from every query that sees them, walking the queries `rows` at a time (FA2's
+// backward: the key tile is the outer loop, so its dk and dv stay in the tile while dq is added
+// to in place). The mirror image of 12.1.
+struct KeyTileBackwardIn {
+  const float* k;     // [cols, d] the key tile, contiguous: keys at positions k0 .. k0 + cols - 1
+  const float* v;     // [cols, d] the value tile, contiguous
+  const float* q;     // query i (0 .. queries-1, at position q0 + i) is q[i·ld .. i·ld + d)
+  const float* out;   // the forward's output row i likewise: out[i·ld .. i·ld + d)
+  const float* dout;  // ∂L/∂out row i likewise: dout[i·ld .. i·ld + d)
+  const float* lse;   // [queries] contiguous: the forward's lse_i (over ALL keys of row i, not this tile's)
+  float* p;           // [rows, cols] scratch (contents undefined on entry)
+  float* dp;          // [rows, cols] scratch (contents undefined on entry)
+  float* delta;       // [rows] scratch (contents undefined on entry)
+  int cols = 0, queries = 0, rows = 0, d = 0;
+  std::int64_t ld = 0;  // the row stride of q, out, dout and dq, in floats (>= d: a token's heads interleave)
+  float scale = 1;      // the scores were s_ij = q_i · k_j · scale
+  bool causal = false;  // key j is masked for query i when k0 + j > q0 + i
+  std::int64_t q0 = 0, k0 = 0;
 };
-struct TileBackwardOut {
-  float* dq;  // [rows, d] accumulate
-  float* dk;  // [cols, d] accumulate
-  float* dv;  // [cols, d] accumulate
+struct KeyTileBackwardOut {
+  float* dq;  // query i's gradient at dq[i·ld .. i·ld + d): ADDED to (other key tiles add theirs)
+  float* dk;  // [cols, d] contiguous: OVERWRITTEN with the tile's whole ∂L/∂k
+  float* dv;  // [cols, d] contiguous: OVERWRITTEN with the tile's whole ∂L/∂v
 };
-// The forward computed out_i = Σ_j p_ij · v_j over all keys, with p_ij = exp(s_ij - lse_i) (0 where
-// masked). Given dout = ∂L/∂out, this call ADDS to dq, dk and dv this pair's share of ∂L/∂q,
-// ∂L/∂k and ∂L/∂v: the terms of the chain rule that go through the p_ij of this tile pair — so
-// that summing the calls over every key tile (for dq) and every query tile (for dk, dv) gives
-// the whole gradients. p is recomputed from lse, never stored for the whole sequence; the two
-// scratch tiles are yours to use. Masked pairs contribute nothing. Deriving the formulas is the
-// exercise (the chapter's README, section 2, asks the questions that lead there).
-void tile_backward(const TileBackwardIn& in, const TileBackwardOut& out);
+// The forward (12.1) computed, for every query row i over its visible keys j,
+//   out_i = Σ_j p_ij · v_j,   p_ij = exp(s_ij - lse_i)   (p_ij = 0 where masked),
+// and kept only out and lse. Given dout = ∂L/∂out, this call writes
+//   dk_j, dv_j = ∂L/∂k_j, ∂L/∂v_j for the tile's keys: the sum over EVERY query i of the terms of
+//                the chain rule through p_ij (so the tile's gradients are complete when it returns);
+//   dq_i      += the terms of ∂L/∂q_i through this tile's p_ij, for every query i (the caller
+//                sums the key tiles).
+// Invariants: no [queries, keys] matrix ever exists — p is recomputed from lse, a [rows, cols]
+// tile at a time, in the two scratch tiles; the softmax's backward needs one number per query
+// row besides dout, D_i = Σ_e dout_i[e] · out_i[e] (= Σ_j p_ij · dp_ij over all of row i's keys),
+// computed here from out and dout, a tile of rows at a time, in `delta`. The query tiles are
+// `rows` queries (the last may be shorter); a causal query tile whose queries all come before
+// the key tile's first key sees none of it and may be skipped. Any cols, queries, rows >= 1;
+// masked pairs contribute nothing, and a key that no query sees gets dk = dv = 0.
+// The products inside a tile are small matrix products: ops::detail::sgemm (common/ops/gemm.hpp)
+// runs them with the stride ld; plain loops give the same numbers, slower. Deriving the formulas
+// is the exercise (the chapter's README, section 2, asks the questions that lead there).
+void key_tile_backward(const KeyTileBackwardIn& in, const KeyTileBackwardOut& out);
 
 }  // namespace usp::ch12

@@ -27,13 +27,28 @@ struct TileGrid {
   std::int64_t tiles() const { return tiles_down() * tiles_across(); }
 };
 
-// Exercise 14.2. x [rows, cols] fp32 row-major -> q [rows, cols] codes of `format` (DType::e4m3 or
-// DType::e5m2, the core's float_to_e4m3 / float_to_e5m2: round to nearest even, saturating) and
-// scales [grid.tiles()]:
-//   s = amax / max_finite(format) for a tile whose amax = max |x| > 0; s = 1 for an all-zero tile
-//   q = encode(x / s)   for every element of the tile
-// so that |x / s| <= max_finite: no code saturates, and the largest |x| of each tile lands on (or
-// within rounding of) the format's largest value.
+// Exercise 14.2 — quantise a tensor to FP8 with one scale per tile.
+//   in:  x [grid.rows, grid.cols] fp32, row-major; format DType::e4m3 or DType::e5m2
+//   out: q [grid.rows, grid.cols] codes of `format` (overwritten), encoded by the core's
+//        float_to_e4m3 / float_to_e5m2 (common/float_formats.hpp: round to nearest even, saturating);
+//        scales [grid.tiles()] fp32, row-major over the grid: scales[i · tiles_across + j] (overwritten)
+// so that dequantize_tiles below gives x back: x ≈ decode(q) · s, element by element, where s is the
+// scale of the element's tile. What each tile must satisfy:
+//   * the scale is the tile's own: s = amax / max_finite(format), amax = max |x| over the tile's
+//     elements only (an outlier moves its own tile's scale, no other's), so the tile's largest
+//     magnitude is encoded as ±max_finite (or within rounding of it) and nothing else saturates;
+//   * every element is within half a step of the format of its value: round to nearest, never
+//     toward zero, at the magnitude x / s;
+//   * a tile of zeros has s = 1 and codes 0 (no 0 / 0);
+//   * the tiles at the right and bottom edges are cut short where the tile does not divide the
+//     shape (TileGrid above): every element of x belongs to exactly one tile.
+// Error cases: usp::Error, naming quantize_tiles and the cause (q and scales are then undefined):
+//   * format not e4m3 or e5m2:                 "quantize_tiles: format must be e4m3 or e5m2"
+//   * grid.rows or grid.cols < 0, or grid.tile_rows or grid.tile_cols < 1:
+//                                              "quantize_tiles: bad tile grid <rows>×<cols> in tiles of <tr>×<tc>"
+//   * an element that is ±inf or NaN: no finite scale can carry it, and it must not pass silently
+//     (a NaN compares false with everything: it can hide from a max):
+//                                              "quantize_tiles: x[<row>][<col>] = <value> is not finite"
 void quantize_tiles(const float* x, const TileGrid& grid, DType format, std::uint8_t* q, float* scales);
 
 // x ≈ decode(q) · s, tile by tile (fp32; the product rounds to fp32).

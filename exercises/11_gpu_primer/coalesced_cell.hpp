@@ -1,12 +1,11 @@
-// Exercise 11.1: the coalesced mapping from threads to elements of C.
+// Exercise 11.1: one thread of rung 02, the coalesced matmul — which element of C it computes
+// (coalesced_cell), and computing it (coalesced_thread).
 //
-// Read chapters/11_gpu_primer/coalesced.hpp (the contract: coverage and coalescing) and the
-// lesson's section on rungs 01 and 02 first. Then replace the body below with one line that
-// returns the element {row, col} thread t of block (bx, by) computes. Block (bx, by) owns the
-// 32×32 tile of C starting at row by·32, column bx·32; a warp is 32 consecutive t.
-// Hint: t / 32 and t % 32 split t into a warp index and a lane; which one should pick the column?
-// The kernel that calls this (kernels/matmul/02_coalesced.cu) is given complete.
-// Check your work with: ./usp test 11 --exercises   (CPU tests; no GPU needed)
+// The contract (coverage, coalescing, the bounds, the strides) is in
+// chapters/11_gpu_primer/coalesced.hpp; the idea and the questions in the lesson's sections 3
+// and 7. The kernel (kernels/matmul/02_coalesced.cu) calls coalesced_thread; the tests run every
+// thread of a grid on the CPU.
+// Check your work with: ./usp test 11.1 --exercises   (CPU tests; no GPU needed)
 #pragma once
 #include "chapters/11_gpu_primer/coalesced.hpp"
 #include "common/error.hpp"
@@ -19,8 +18,16 @@ USP_HD Cell coalesced_cell(int bx, int by, int t) {
 #else
   (void)bx, (void)by, (void)t;
   throw NotImplemented(
-      "exercise 11.1: coalesced_cell — give the 32 threads of a warp 32 consecutive columns of one row "
-      "(hint: t / 32 and t % 32 split t into a warp and a lane)");
+      "exercise 11.1: coalesced_cell (hint: which of a warp's two indices should pick the column?)");
+#endif
+}
+
+USP_HD void coalesced_thread(const matmul::GemmF32& g, int bx, int by, int t) {
+#if !defined(__CUDA_ARCH__)  // on the GPU the stub does nothing: the launcher checks on the CPU first
+  (void)g, (void)bx, (void)by, (void)t;
+  throw NotImplemented(
+      "exercise 11.1: coalesced_thread (hint: on the edge tiles, which threads have nothing to do, and "
+      "what would they touch if they went on?)");
 #endif
 }
 

@@ -1,5 +1,7 @@
-// Exercise 12.2: the backward of one (query tile, key tile) pair. The contract is in
-// chapters/12_flash_attention/flash_tiles.hpp, the idea in the chapter's README ("Exercise 12.2").
+// Exercise 12.2: one key tile's whole backward, over every query tile that sees it. The contract
+// is in chapters/12_flash_attention/flash_tiles.hpp (key_tile_backward), the idea and the
+// questions in the chapter's README ("2. The backward from the log-sum-exp").
+// Check your work with: ./usp test 12.2 --exercises
 #include <cmath>
 
 #include "chapters/12_flash_attention/flash_tiles.hpp"
@@ -7,11 +9,10 @@
 
 namespace usp::ch12 {
 
-void tile_backward(const TileBackwardIn& in, const TileBackwardOut& out) {
+void key_tile_backward(const KeyTileBackwardIn& in, const KeyTileBackwardOut& out) {
   (void)in, (void)out;
-  // Your code: the contract is in flash_tiles.hpp; the questions that lead to the formulas are in
-  // the chapter's README, section 2.
-  throw NotImplemented("exercise 12.2: tile_backward (one tile pair of the backward from the saved log-sum-exp)");
+  throw NotImplemented("exercise 12.2: key_tile_backward (hint: which of softmax's quantities can you rebuild "
+                       "for one tile of scores from what the forward kept?)");
 }
 
 }  // namespace usp::ch12

@@ -1,9 +1,10 @@
 // Rung 02, coalesced. Changes from rung 01: only the mapping from threads to elements of C; the
-// 32 threads of a warp take 32 consecutive COLUMNS of one row (coalesced_cell, exercise 11.1).
+// 32 threads of a warp take 32 consecutive COLUMNS of one row (exercise 11.1: coalesced_cell, the
+// mapping, and coalesced_thread, the whole thread).
 // Why faster: a warp's loads of B and its stores of C become one 128-byte transaction each and
 // its load of A one broadcast address, where rung 01 needed 32 transactions for 128 useful bytes.
 //
-// The mapping is the exercise: declared with its contract in chapters/11_gpu_primer/coalesced.hpp,
+// The thread is the exercise: declared with its contract in chapters/11_gpu_primer/coalesced.hpp,
 // defined header-only in solutions/11_gpu_primer/coalesced_cell.hpp (or, in chapter 11's exercise
 // build, exercises/11_gpu_primer/coalesced_cell.hpp). This file is compiled into chapter 11's
 // library, once per variant, not into usp_kernels_matmul (kernels/CMakeLists.txt).
@@ -25,21 +26,15 @@ namespace {
 constexpr int kTile = ch11::kCoalescedTile;
 
 __global__ void __launch_bounds__(kTile * kTile) coalesced_kernel(GemmF32 g) {
-  const ch11::Cell c = ch11::coalesced_cell(static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
-                                            static_cast<int>(threadIdx.x));
-  if (c.row >= g.M || c.col >= g.N) return;  // the edge tiles overhang when M or N is not a multiple of 32
-
-  float acc = 0.0f;
-  for (int k = 0; k < g.K; ++k) acc += g.A[c.row * g.K + k] * g.B[k * g.N + c.col];
-  store_c(&g.C[c.row * g.N + c.col], g.alpha, g.beta, acc);
+  ch11::coalesced_thread(g, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(threadIdx.x));
 }
 
 }  // namespace
 
 void matmul_02_coalesced(const GemmF32& g) {
   check_gemm(g, "matmul_02_coalesced", kTile);
-  static const bool mapping_checked = (ch11::check_coalesced_cell_on_cpu(), true);  // once; a throw retries next call
-  (void)mapping_checked;
+  static const bool thread_checked = (ch11::check_coalesced_on_cpu(), true);  // once; a throw retries next call
+  (void)thread_checked;
   const dim3 grid(ceil_div(g.N, kTile), ceil_div(g.M, kTile));
   coalesced_kernel<<<grid, kTile * kTile, 0, cuda::compute_stream()>>>(g);
   USP_CUDA_CHECK(cudaGetLastError());

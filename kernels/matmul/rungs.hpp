@@ -1,8 +1,8 @@
 // The launchers of the matmul ladder's rungs, one kernels/matmul/NN_*.cu file each.
-// Rungs 02 and 03 call chapter 11's exercise functions (declared in
+// Rungs 02, 03 and 04 call chapter 11's exercise functions (declared in
 // chapters/11_gpu_primer/coalesced.hpp and smem_tiling.hpp, bodies in solutions/ or exercises/
-// 11_gpu_primer/), so their two files are compiled into chapter 11's library, once per variant,
-// and these two launchers are defined only where that library is linked; the other rungs are in
+// 11_gpu_primer/), so their three files are compiled into chapter 11's library, once per variant,
+// and these three launchers are defined only where that library is linked; the other rungs are in
 // usp_kernels_matmul.
 //
 // Every launcher computes C = alpha·A·B + beta·C for the problem in gemm.hpp (device pointers),
@@ -18,7 +18,7 @@
 namespace usp::matmul {
 
 void matmul_01_naive(const GemmF32& g);
-// Rungs 02 and 03 first check their exercise functions on the CPU, once (throwing usp::Error,
+// Rungs 02, 03 and 04 first check their exercise functions on the CPU, once (throwing usp::Error,
 // or usp::NotImplemented for a stub, before any CUDA call): chapters/11_gpu_primer/cpu_checks.hpp.
 void matmul_02_coalesced(const GemmF32& g);
 void matmul_03_smem_tiling(const GemmF32& g);

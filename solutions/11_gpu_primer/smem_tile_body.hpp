@@ -1,29 +1,47 @@
-// Reference solution of exercise 11.2: the two phases of the shared-memory tiled matmul.
-// Included by chapters/11_gpu_primer/smem_tiling.hpp, which declares them and states the
-// contract, in the solution build of chapter 11's library (USP_CH11_EXERCISES=0); the kernel
-// (kernels/matmul/03_smem_tiling.cu) and the CPU emulation call them.
+// Reference solution of exercise 11.2: one thread of the shared-memory tiled matmul, for any tile
+// shape (rung 03: 32×32×32, one element per thread; rung 04: 64×64×8, eight per thread).
+// Included by chapters/11_gpu_primer/smem_tiling.hpp, which declares it and states the contract,
+// in the solution build of chapter 11's library (USP_CH11_EXERCISES=0); the kernels
+// (kernels/matmul/03_smem_tiling.cu, 04_blocktiling_1d.cu) and the CPU emulation call it.
 #pragma once
 #include "chapters/11_gpu_primer/smem_tiling.hpp"
 
 namespace usp::ch11 {
 
-// Phase 1: one element of each tile per thread. tx is the fastest index of the thread, so a
-// warp (32 consecutive threads: one ty, tx = 0..31) reads 32 consecutive floats of a row of A
-// and 32 of a row of B: both loads coalesced.
-USP_HD void smem_load_tiles(const matmul::GemmF32& g, int row0, int col0, int k0, int ty, int tx, float* As,
-                            float* Bs) {
-  const int a_row = row0 + ty, a_col = k0 + tx;  // A[row0 + ty][k0 + tx]
-  const int b_row = k0 + ty, b_col = col0 + tx;  // B[k0 + ty][col0 + tx]
-  As[ty * kSmemTile + tx] = (a_row < g.M && a_col < g.K) ? g.A[a_row * g.K + a_col] : 0.0f;
-  Bs[ty * kSmemTile + tx] = (b_row < g.K && b_col < g.N) ? g.B[b_row * g.N + b_col] : 0.0f;
-}
-
-// Phase 2: the zeros written for the overhanging parts of edge tiles add nothing, so every
-// thread can run the full 32 steps. In a warp, As[ty][k] is one address (broadcast) and
-// Bs[k][tx] 32 consecutive floats (32 different banks): no bank conflicts.
-USP_HD float smem_tile_dot(const float* As, const float* Bs, int ty, int tx, float acc) {
-  for (int k = 0; k < kSmemTile; ++k) acc += As[ty * kSmemTile + k] * Bs[k * kSmemTile + tx];
-  return acc;
+template <class Tile, class Lane>
+USP_LANE_BODY void smem_tiling_thread(Lane& lane, const matmul::GemmF32& g, int bx, int by, int t, float* As,
+                                      float* Bs) {
+  constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, kThreads = Tile::kThreads;
+  const int row0 = by * BM, col0 = bx * BN;
+  const int ty = t / BN, tx = t % BN;  // this thread's rows row0 + ty·TM + i, column col0 + tx
+  float acc[TM];
+  for (int i = 0; i < TM; ++i) acc[i] = 0.0f;
+  for (int k0 = 0; k0 < g.K; k0 += BK) {
+    // Load: the block's threads share out the BM·BK + BK·BN elements, consecutive threads taking
+    // consecutive elements of a row (coalesced); 0 outside the matrices, so the edge tiles add 0.
+    for (int e = t; e < BM * BK; e += kThreads) {
+      const int row = row0 + e / BK, k = k0 + e % BK;
+      As[e] = (row < g.M && k < g.K) ? g.A[row * g.K + k] : 0.0f;
+    }
+    for (int e = t; e < BK * BN; e += kThreads) {
+      const int k = k0 + e / BN, col = col0 + e % BN;
+      Bs[e] = (k < g.K && col < g.N) ? g.B[k * g.N + col] : 0.0f;
+    }
+    lane.sync_block();  // nobody reads the tiles before everybody has written them
+    // Compute: each B value read from shared memory feeds TM multiply-adds from a register. In a
+    // warp, As[...][k] is one address (a broadcast), Bs[k][tx] 32 consecutive floats (no conflicts).
+    for (int k = 0; k < BK; ++k) {
+      const float b = Bs[k * BN + tx];
+      for (int i = 0; i < TM; ++i) acc[i] += As[(ty * TM + i) * BK + k] * b;
+    }
+    lane.sync_block();  // nobody overwrites the tiles before everybody has read them
+  }
+  // Only the store is guarded: every thread took part in the loads and the barriers above.
+  const int col = col0 + tx;
+  for (int i = 0; i < TM; ++i) {
+    const int row = row0 + ty * TM + i;
+    if (row < g.M && col < g.N) matmul::store_c(&g.C[row * g.N + col], g.alpha, g.beta, acc[i]);
+  }
 }
 
 }  // namespace usp::ch11

@@ -1,18 +1,25 @@
 // Chapter 11's exercises, checked on the CPU through the very functions the kernels call.
-//   11.1 coalesced_cell: every element of C is computed by exactly one thread of the grid, and
-//        the 32 threads of a warp touch consecutive addresses of B and C (coalescing) and one
-//        address of A (broadcast) at every step k.
-//   11.2 smem_load_tiles / smem_tile_dot: each phase on its own, then the whole tiled
-//        algorithm emulated block by block (smem_emulation.hpp) against the reference, on sizes
-//        that are not multiples of the 32×32 tile.
+//   11.1 coalesced_cell / coalesced_thread: every element of C is computed by exactly one thread
+//        of the grid, the 32 threads of a warp touch consecutive addresses of B and C
+//        (coalescing) and one address of A (broadcast) at every step k, and the whole grid of
+//        threads, run one after the other (coalesced_emulation.hpp), equals the reference on
+//        sizes that are not multiples of 32, writing nothing outside C.
+//   11.2 smem_tiling_thread: the whole tiled algorithm with rung 03's and rung 04's tiles, every
+//        block run on host threads with a real barrier (smem_emulation.hpp), against the
+//        reference on sizes that are not multiples of the tiles; what the shared tiles hold; the
+//        barriers every thread must reach.
 // Against the exercise stubs (./usp test 11 --exercises) these fail with "exercise 11.1: ..." and
 // "exercise 11.2: ...".
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "chapters/11_gpu_primer/coalesced.hpp"
+#include "chapters/11_gpu_primer/coalesced_emulation.hpp"
 #include "chapters/11_gpu_primer/cpu_checks.hpp"
 #include "kernels/matmul/epilogue.hpp"
 #include "kernels/matmul/reference.hpp"
@@ -30,6 +37,76 @@ struct Dims {
   int M, N, K;
 };
 const std::vector<Dims> kSizes = {{1, 1, 1}, {32, 32, 32}, {33, 65, 31}, {100, 37, 70}, {64, 96, 129}, {1, 200, 3}};
+
+using Emulation = std::function<void(const matmul::GemmF32&)>;
+
+// run (a rung emulated on the CPU) on every size of kSizes against the reference, on exact data
+// bit for bit (any correct order of the additions gives the same bits), C between two guard
+// bands that must come back untouched; once more with beta = 0 and C NaN on entry (C must not be
+// read); and once on random data within the fp32 tolerance.
+void check_rung(const std::string& exercise, const Emulation& run) {
+  constexpr float kSentinel = 12345.0f;
+  std::vector<std::pair<Dims, float>> cases;
+  for (const Dims d : kSizes) cases.push_back({d, -0.5f});
+  cases.push_back({kSizes[2], 0.0f});
+  for (const auto& [d, beta] : cases) {
+    INFO(exercise << ": C = " << 2.0f << "·A·B + " << beta << "·C for " << d.M << "×" << d.N << "×" << d.K);
+    const int guard = 64 * d.N + 64;  // room for a wrong kernel's stores from a whole edge tile past C
+    const HostProblem x = exact_problem(d.M, d.N, d.K, 2.0f, beta);
+    std::vector<float> want = x.C0;
+    matmul::matmul_triple_loop({d.M, d.N, d.K, x.alpha, x.beta, x.A.data(), x.B.data(), want.data()});
+    std::vector<float> c(x.C0.size() + 2 * static_cast<std::size_t>(guard), kSentinel);
+    for (std::size_t i = 0; i < x.C0.size(); ++i) c[guard + i] = beta == 0.0f ? NAN : x.C0[i];
+    run({d.M, d.N, d.K, x.alpha, x.beta, x.A.data(), x.B.data(), c.data() + guard});
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const bool inside = i >= static_cast<std::size_t>(guard) && i < guard + want.size();
+      const std::int64_t e = static_cast<std::int64_t>(i) - guard;
+      const float expected = inside ? want[static_cast<std::size_t>(e)] : kSentinel;
+      if (!(c[i] == expected))
+        FAIL(exercise << ": " << (inside ? "C[" + std::to_string(e / d.N) + "][" + std::to_string(e % d.N) + "]"
+                                         : "the element " + std::to_string(e < 0 ? -e : e - d.M * d.N) +
+                                               (e < 0 ? " before C" : " past C's end"))
+                      << " is " << c[i] << ", expected " << expected);
+    }
+  }
+  const Dims d = kSizes[4];
+  INFO(exercise << ": random data, " << d.M << "×" << d.N << "×" << d.K);
+  const HostProblem r = random_problem(d.M, d.N, d.K, 0.75f, 1.25f, 5);
+  std::vector<float> c = r.C0;
+  run({d.M, d.N, d.K, r.alpha, r.beta, r.A.data(), r.B.data(), c.data()});
+  const matmul::Verdict v = matmul::check_result(
+      c, matmul::expected_gemm(d.M, d.N, d.K, r.alpha, r.beta, r.A, r.B, r.C0, matmul::Accumulation::fp32));
+  INFO(v.message);
+  CHECK(v.ok);
+}
+
+// After the block (bx, by) = (1, 1) of a problem whose tiles overhang A and B at that block, the
+// shared tiles hold the block's last step k0: A[row0 + r][k0 + c] and B[k0 + r][col0 + c], 0
+// outside the matrices.
+template <class Tile>
+void check_last_tiles(const std::string& exercise, int M, int N, int K) {
+  const HostProblem p = exact_problem(M, N, K, 1.0f, 0.0f);
+  std::vector<float> C(static_cast<std::size_t>(M) * N);
+  std::vector<float> As(Tile::BM * Tile::BK, NAN), Bs(Tile::BK * Tile::BN, NAN);  // undefined on entry
+  emulate_smem_block<Tile>({M, N, K, 1.0f, 0.0f, p.A.data(), p.B.data(), C.data()}, 1, 1, As.data(), Bs.data());
+  const int row0 = Tile::BM, col0 = Tile::BN, k0 = (K - 1) / Tile::BK * Tile::BK;
+  for (int r = 0; r < Tile::BM; ++r)
+    for (int c = 0; c < Tile::BK; ++c) {
+      const int row = row0 + r, k = k0 + c;
+      const float a = row < M && k < K ? p.A[static_cast<std::size_t>(row) * K + k] : 0.0f;
+      INFO(exercise << ": As[" << r << "·" << Tile::BK << " + " << c << "] should be A[" << row << "][" << k << "]"
+                    << (row < M && k < K ? "" : " (outside A: 0)") << " = " << a << " after the last step k0 = " << k0);
+      REQUIRE(As[static_cast<std::size_t>(r * Tile::BK + c)] == a);
+    }
+  for (int r = 0; r < Tile::BK; ++r)
+    for (int c = 0; c < Tile::BN; ++c) {
+      const int k = k0 + r, col = col0 + c;
+      const float b = k < K && col < N ? p.B[static_cast<std::size_t>(k) * N + col] : 0.0f;
+      INFO(exercise << ": Bs[" << r << "·" << Tile::BN << " + " << c << "] should be B[" << k << "][" << col << "]"
+                    << (k < K && col < N ? "" : " (outside B: 0)") << " = " << b << " after the last step k0 = " << k0);
+      REQUIRE(Bs[static_cast<std::size_t>(r * Tile::BN + c)] == b);
+    }
+}
 
 }  // namespace
 
@@ -77,62 +154,49 @@ TEST_CASE("exercise 11.1: a warp reads consecutive addresses of B, writes consec
       }
 }
 
-TEST_CASE("exercise 11.1: the launcher's own CPU check of the mapping passes", "[ch11]") {
-  CHECK_NOTHROW(check_coalesced_cell_on_cpu());
+TEST_CASE("exercise 11.1: the whole grid of threads equals the reference and writes nothing outside C", "[ch11]") {
+  // The mapping first: a thread whose element is outside its block's tile could store anywhere,
+  // beyond the guard bands, which only cover an edge tile's overhang.
+  constexpr int T = kCoalescedTile;
+  for (const Dims d : kSizes)
+    for (int by = 0; by < ceil_div(d.M, T); ++by)
+      for (int bx = 0; bx < ceil_div(d.N, T); ++bx)
+        for (int t = 0; t < T * T; ++t) {
+          const Cell c = coalesced_cell(bx, by, t);
+          if (c.row < by * T || c.row >= (by + 1) * T || c.col < bx * T || c.col >= (bx + 1) * T)
+            FAIL("exercise 11.1: coalesced_cell(" << bx << ", " << by << ", " << t << ") = (" << c.row << ", " << c.col
+                                                  << ") is outside block (" << bx << ", " << by << ")'s tile");
+        }
+  check_rung("exercise 11.1 (coalesced_thread)", emulate_coalesced);
+}
+
+TEST_CASE("exercise 11.1: the launcher's own CPU check of the thread passes", "[ch11]") {
+  CHECK_NOTHROW(check_coalesced_on_cpu());
 }
 
 // ---- exercise 11.2 -----------------------------------------------------------------------------
 
-TEST_CASE("exercise 11.2: phase 1 copies one element of each tile per thread, zeros outside", "[ch11]") {
-  constexpr int T = kSmemTile;
-  const int M = 40, N = 50, K = 45;  // the tile at (row0, col0, k0) = (32, 32, 32) overhangs all three
-  const HostProblem p = exact_problem(M, N, K, 1.0f, 0.0f);
-  const matmul::GemmF32 g{M, N, K, 1.0f, 0.0f, p.A.data(), p.B.data(), nullptr};
-  std::vector<float> As(T * T, -99.0f), Bs(T * T, -99.0f);
-  for (int t = 0; t < T * T; ++t) smem_load_tiles(g, 32, 32, 32, t / T, t % T, As.data(), Bs.data());
-  for (int ty = 0; ty < T; ++ty)
-    for (int tx = 0; tx < T; ++tx) {
-      INFO("ty " << ty << ", tx " << tx);
-      const int a_row = 32 + ty, a_col = 32 + tx, b_row = 32 + ty, b_col = 32 + tx;
-      const float a = a_row < M && a_col < K ? p.A[a_row * K + a_col] : 0.0f;
-      const float b = b_row < K && b_col < N ? p.B[b_row * N + b_col] : 0.0f;
-      REQUIRE(As[ty * T + tx] == a);
-      REQUIRE(Bs[ty * T + tx] == b);
-    }
+TEST_CASE("exercise 11.2: rung 03's tile (32×32×32, one element per thread) equals the reference", "[ch11]") {
+  check_rung("exercise 11.2 (smem_tiling_thread, rung 03's tile)", emulate_smem_tiling<Rung03Tile>);
 }
 
-TEST_CASE("exercise 11.2: phase 2 adds row ty of As times column tx of Bs", "[ch11]") {
-  constexpr int T = kSmemTile;
-  std::vector<float> As(T * T), Bs(T * T);
-  for (int i = 0; i < T * T; ++i) As[i] = static_cast<float>(i % 7 - 3), Bs[i] = static_cast<float>(i % 5 - 2);
-  for (const auto& [ty, tx] : std::vector<std::pair<int, int>>{{0, 0}, {3, 17}, {31, 31}, {16, 0}}) {
-    float expected = 10.0f;
-    for (int k = 0; k < T; ++k) expected += As[ty * T + k] * Bs[k * T + tx];
-    CHECK(smem_tile_dot(As.data(), Bs.data(), ty, tx, 10.0f) == expected);
-  }
+TEST_CASE("exercise 11.2: rung 04's tile (64×64×8, eight elements per thread) equals the reference", "[ch11]") {
+  check_rung("exercise 11.2 (smem_tiling_thread, rung 04's tile)", emulate_smem_tiling<Rung04Tile>);
 }
 
-TEST_CASE("exercise 11.2: the tiled algorithm, emulated block by block, equals the reference", "[ch11]") {
-  for (const Dims d : kSizes) {
-    INFO(d.M << "×" << d.N << "×" << d.K);
-    // Exact data: any correct order of the additions gives the same bits.
-    const HostProblem x = exact_problem(d.M, d.N, d.K, 2.0f, -0.5f);
-    std::vector<float> got = x.C0, want = x.C0;
-    emulate_smem_tiling({d.M, d.N, d.K, x.alpha, x.beta, x.A.data(), x.B.data(), got.data()});
-    matmul::matmul_triple_loop({d.M, d.N, d.K, x.alpha, x.beta, x.A.data(), x.B.data(), want.data()});
-    CHECK(got == want);
-
-    // Random data: within the fp32 tolerance of the reference.
-    const HostProblem r = random_problem(d.M, d.N, d.K, 0.75f, 1.25f, 5);
-    std::vector<float> c = r.C0;
-    emulate_smem_tiling({d.M, d.N, d.K, r.alpha, r.beta, r.A.data(), r.B.data(), c.data()});
-    const matmul::Verdict v = matmul::check_result(
-        c, matmul::expected_gemm(d.M, d.N, d.K, r.alpha, r.beta, r.A, r.B, r.C0, matmul::Accumulation::fp32));
-    INFO(v.message);
-    CHECK(v.ok);
-  }
+TEST_CASE("exercise 11.2: any tile shape: 32×64×16 tiles, 4 rows per thread, 2 elements of Bs per thread",
+          "[ch11]") {
+  // Neither rung's shape: 512 threads for 512 elements of As and 1024 of Bs.
+  check_rung("exercise 11.2 (smem_tiling_thread, SmemTile<32, 64, 16, 4>)", emulate_smem_tiling<SmemTile<32, 64, 16, 4>>);
 }
 
-TEST_CASE("exercise 11.2: the launcher's own CPU check of the phases passes", "[ch11]") {
+TEST_CASE("exercise 11.2: the shared tiles hold A's and B's elements, zeros outside the matrices", "[ch11]") {
+  // Block (1, 1) overhangs M, N and K with both tiles.
+  check_last_tiles<Rung03Tile>("exercise 11.2 (rung 03's tile)", 40, 50, 45);
+  check_last_tiles<Rung04Tile>("exercise 11.2 (rung 04's tile)", 70, 100, 13);
+  check_last_tiles<SmemTile<32, 64, 16, 4>>("exercise 11.2 (SmemTile<32, 64, 16, 4>)", 40, 100, 20);
+}
+
+TEST_CASE("exercise 11.2: the launcher's own CPU check passes", "[ch11]") {
   CHECK_NOTHROW(check_smem_tiling_on_cpu());
 }

@@ -92,38 +92,62 @@ TEST_CASE("exercise 12.1: causal masking, and a row that sees no key at all", "[
   }
 }
 
-TEST_CASE("exercise 12.2: one tile pair's gradients equal the direct formulas", "[ch12]") {
-  // 3 queries at positions 5..7 and 4 keys at 4..7 (causal: query i sees keys up to its position),
-  // d = 2; lse and delta given (any values: the formulas are linear in what they are given).
-  const int rows = 3, cols = 4, d = 2;
-  const float q[] = {0.3f, -0.2f, 0.5f, 0.1f, -0.4f, 0.7f};
+TEST_CASE("exercise 12.2: one key tile's gradients equal the direct formulas", "[ch12]") {
+  // 3 queries and a tile of 4 keys at positions 4..7, d = 2; q, out, dout and dq are read at a
+  // stride of 3 floats (the third one NaN, or 99 in dq: it must stay 99). lse given (any values:
+  // the formulas are linear in what they are given); D_i comes from out and dout.
+  const int queries = 3, cols = 4, d = 2, ld = 3;
+  const float X = NAN;
+  const float q[] = {0.3f, -0.2f, X, 0.5f, 0.1f, X, -0.4f, 0.7f, X};
+  const float out[] = {0.9f, -0.1f, X, 0.2f, 0.6f, X, -0.3f, 0.4f, X};
+  const float dout[] = {0.2f, -0.3f, X, 0.4f, 0.1f, X, -0.6f, 0.5f, X};
   const float k[] = {0.2f, 0.4f, -0.1f, 0.3f, 0.6f, -0.5f, 0.0f, 0.2f};
   const float v[] = {1.0f, 0.5f, -0.5f, 0.2f, 0.3f, 0.9f, -0.7f, 0.1f};
-  const float dout[] = {0.2f, -0.3f, 0.4f, 0.1f, -0.6f, 0.5f};
-  const float lse[] = {1.1f, 0.9f, 1.3f}, delta[] = {0.05f, -0.02f, 0.1f};
+  const float lse[] = {1.1f, 0.9f, 1.3f};
   const float scale = 0.7f;
-  for (bool causal : {true, false}) {
-    std::vector<float> dq(rows * d, 0.5f), dk(cols * d, -0.25f), dv(cols * d, 0.125f);  // they accumulate
-    std::vector<double> wq(dq.begin(), dq.end()), wk(dk.begin(), dk.end()), wv(dv.begin(), dv.end());
-    for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j) {
-        if (causal && 4 + j > 5 + i) continue;
-        double s = 0, dp = 0;
-        for (int e = 0; e < d; ++e) s += q[i * d + e] * k[j * d + e], dp += dout[i * d + e] * v[j * d + e];
-        const double p = std::exp(s * scale - lse[i]), ds = p * (dp - delta[i]);
-        for (int e = 0; e < d; ++e) {
-          wv[j * d + e] += p * dout[i * d + e];
-          wq[i * d + e] += scale * ds * k[j * d + e];
-          wk[j * d + e] += scale * ds * q[i * d + e];
+  // q0 = 5: every query sees key 4 (causal: query i sees keys up to its position); q0 = 2: the
+  // first two see none of the tile; q0 = 1 with the tile at 8..11: no query sees any key.
+  for (const auto& [q0, k0] : std::vector<std::pair<std::int64_t, std::int64_t>>{{5, 4}, {2, 4}, {1, 8}})
+    for (const bool causal : {true, false})
+      for (const int rows : {1, 2, 3, 8}) {
+        INFO("exercise 12.2: queries at " << q0 << ".." << q0 + queries - 1 << ", keys at " << k0 << ".." << k0 + cols - 1
+                                          << ", query tiles of " << rows << (causal ? ", causal" : ", not causal"));
+        std::vector<float> dq(queries * ld, 99.0f);
+        for (int i = 0; i < queries; ++i) dq[i * ld] = 0.5f, dq[i * ld + 1] = -0.5f;  // dq is added to
+        std::vector<double> wq(dq.begin(), dq.end()), wk(cols * d, 0.0), wv(cols * d, 0.0);
+        for (int i = 0; i < queries; ++i) {
+          double delta = 0;
+          for (int e = 0; e < d; ++e) delta += dout[i * ld + e] * out[i * ld + e];
+          for (int j = 0; j < cols; ++j) {
+            if (causal && k0 + j > q0 + i) continue;
+            double s = 0, dp = 0;
+            for (int e = 0; e < d; ++e) s += q[i * ld + e] * k[j * d + e], dp += dout[i * ld + e] * v[j * d + e];
+            const double p = std::exp(s * scale - lse[i]), ds = p * (dp - delta);
+            for (int e = 0; e < d; ++e) {
+              wv[j * d + e] += p * dout[i * ld + e];
+              wq[i * ld + e] += scale * ds * k[j * d + e];
+              wk[j * d + e] += scale * ds * q[i * ld + e];
+            }
+          }
+        }
+        std::vector<float> dk(cols * d, NAN), dv(cols * d, NAN);  // overwritten
+        std::vector<float> p_scratch(rows * cols, NAN), dp_scratch(rows * cols, NAN), delta_scratch(rows, NAN);
+        key_tile_backward({k, v, q, out, dout, lse, p_scratch.data(), dp_scratch.data(), delta_scratch.data(), cols,
+                           queries, rows, d, ld, scale, causal, q0, k0},
+                          {dq.data(), dk.data(), dv.data()});
+        for (std::size_t e = 0; e < dq.size(); ++e) {
+          INFO("dq[" << e / ld << "][" << e % ld << "]");
+          CHECK(dq[e] == Approx(wq[e]).margin(1e-6));
+        }
+        for (std::size_t e = 0; e < dk.size(); ++e) {
+          INFO("dk[" << e / d << "][" << e % d << "]");
+          CHECK(dk[e] == Approx(wk[e]).margin(1e-6));
+        }
+        for (std::size_t e = 0; e < dv.size(); ++e) {
+          INFO("dv[" << e / d << "][" << e % d << "]");
+          CHECK(dv[e] == Approx(wv[e]).margin(1e-6));
         }
       }
-    std::vector<float> p_scratch(rows * cols, NAN), dp_scratch(rows * cols, NAN);  // undefined on entry
-    tile_backward({q, k, v, dout, lse, delta, p_scratch.data(), dp_scratch.data(), rows, cols, d, scale, causal, 5, 4},
-                  {dq.data(), dk.data(), dv.data()});
-    for (std::size_t e = 0; e < dq.size(); ++e) CHECK(dq[e] == Approx(wq[e]).margin(1e-6));
-    for (std::size_t e = 0; e < dk.size(); ++e) CHECK(dk[e] == Approx(wk[e]).margin(1e-6));
-    for (std::size_t e = 0; e < dv.size(); ++e) CHECK(dv[e] == Approx(wv[e]).margin(1e-6));
-  }
 }
 
 TEST_CASE("flash attention equals the naive attention: outputs, lse, gradients; causal and not; fp32, bf16", "[ch12]") {
@@ -169,8 +193,9 @@ TEST_CASE("flash attention's extra memory is flat in T; the naive attention's gr
     ops::attention_backward(dout, q, k, v, probs, dq, dk, dv);
     return tracker.peak_total() - before;
   };
-  // Flash: the same tiles at every T — q, dout, out, dq tiles and delta (16 rows), k, v, dk, dv
-  // tiles and their sums (16 keys), 16 × 16 scores, m, l and acc: exactly equal at T = 64 and 512.
+  // Flash: the same tiles at every T — forward the q tile, m, l and acc (16 rows) and 16 × 16
+  // scores; backward the k, v, dk and dv tiles (16 keys), delta (16 rows) and 16 × 16 p and dp:
+  // exactly equal at T = 64 and 512.
   CHECK(extra(64, true) == extra(512, true));
   CHECK(extra(64, true) < 64 * 1024);
   // Naive: P alone is 2·T² floats; 8× the T is at least 64× the bytes beyond it.

@@ -384,6 +384,36 @@ TEST_CASE("exercise 14.2: one outlier ruins a per-tensor scale, not a per-tile o
   CHECK(zeros({1, 1024, 1, 128}) == 127);
 }
 
+TEST_CASE("exercise 14.2: a non-finite element, a bad grid, a non-FP8 format are refused", "[ch14]") {
+  // 3 × 5 in tiles of 2 × 2: the bad element sits in the last, cut-short tile (row 2, column 4),
+  // after larger values of its tile, so a max that lets NaN through would hide it.
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const TileGrid g{3, 5, 2, 2};
+  std::vector<std::uint8_t> q(15);
+  std::vector<float> s(static_cast<std::size_t>(g.tiles()));
+  for (const float bad : {kInf, -kInf, std::nanf("")}) {
+    std::vector<float> x(15, 0.5f);
+    x[0] = 7.0f;
+    x[2 * 5 + 4] = bad;
+    const std::string want = "quantize_tiles: x[2][4] = " + std::to_string(bad) + " is not finite";
+    INFO("exercise 14.2: x[2][4] = " << bad << ", expected the error \"" << want << "\"");
+    CHECK_THROWS_MATCHES(quantize_tiles(x.data(), g, DType::e4m3, q.data(), s.data()), Error,
+                         Catch::Matchers::Message(want));
+  }
+  const std::vector<float> x(15, 1.0f);
+  for (const TileGrid bad : {TileGrid{3, 5, 0, 2}, TileGrid{3, 5, 2, 0}, TileGrid{-1, 5, 2, 2}}) {
+    const std::string want = "quantize_tiles: bad tile grid " + std::to_string(bad.rows) + "×" +
+                             std::to_string(bad.cols) + " in tiles of " + std::to_string(bad.tile_rows) + "×" +
+                             std::to_string(bad.tile_cols);
+    INFO("exercise 14.2: expected the error \"" << want << "\"");
+    CHECK_THROWS_MATCHES(quantize_tiles(x.data(), bad, DType::e5m2, q.data(), s.data()), Error,
+                         Catch::Matchers::Message(want));
+  }
+  INFO("exercise 14.2: format bf16, expected the error \"quantize_tiles: format must be e4m3 or e5m2\"");
+  CHECK_THROWS_MATCHES(quantize_tiles(x.data(), g, DType::bf16, q.data(), s.data()), Error,
+                       Catch::Matchers::Message("quantize_tiles: format must be e4m3 or e5m2"));
+}
+
 TEST_CASE("FP8 linears: direct casting flushes the gradients, scaled FP8 trains like fp32", "[ch14]") {
   const TrainingConfig cfg = small_config(5);
   const auto data = make_dataset("synthetic", cfg.seed);
