@@ -86,12 +86,7 @@ std::vector<report::Value> rank0_row(const VariantsReport& r, std::size_t i, con
 report::Column label_column() { return padded_label_column(18); }
 
 // Every variant's label, losses, final parameters and file name, in the report's order.
-std::vector<VariantLosses> losses_of(const VariantsReport& r) {
-  std::vector<VariantLosses> out;
-  for (const VariantResult& v : r.results)
-    out.push_back({v.variant.layout.label(), v.losses, v.parameters, variant_name(v.variant.layout)});
-  return out;
-}
+std::vector<VariantLosses> losses_of(const VariantsReport& r) { return variant_losses(r.results, variant_name); }
 
 }  // namespace
 

@@ -107,12 +107,7 @@ double as_double(const report::Value& v) { return std::get<double>(v); }
 report::Column label_column() { return padded_label_column(36); }
 
 // Every variant's label, losses, final parameters and file name, in the report's order.
-std::vector<VariantLosses> losses_of(const VariantsReport& r) {
-  std::vector<VariantLosses> out;
-  for (const VariantResult& v : r.results)
-    out.push_back({v.variant.layout.label(), v.losses, v.parameters, variant_name(v.variant.layout)});
-  return out;
-}
+std::vector<VariantLosses> losses_of(const VariantsReport& r) { return variant_losses(r.results, variant_name); }
 
 }  // namespace
 

@@ -33,6 +33,16 @@ struct VariantLosses {
   std::string name = "";
 };
 
+// The VariantLosses of a chapter's results (each with .variant.layout, .losses, .parameters), in
+// their order; name(layout) the variant's file name.
+template <class Result, class Name>
+std::vector<VariantLosses> variant_losses(const std::vector<Result>& results, Name name) {
+  std::vector<VariantLosses> out;
+  for (const Result& r : results)
+    out.push_back({r.variant.layout.label(), r.losses, r.parameters, name(r.variant.layout)});
+  return out;
+}
+
 // The table (label, "loss k" for every step of the first variant, "max|Δw| vs <reference>": each
 // variant's parameters against the first's), then "  the losses agree across the <what>: yes|NO
 // (largest relative difference ...; allowed ...)" from `agreement`.
