@@ -245,9 +245,10 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   const std::string out = cli.get_string("out");
   if (rt.is_root()) print_report(std::cout, *report, out);
   write_summary(rt, cli, setup, *report);
+  const std::string save = cli.get_string("save");
   if (rt.is_root())
     std::cout << "\nwrote " << out << "/summary.json, tp_variants.csv, tp_memory.csv and the traces trace_tp*.{json,csv}"
-              << (cli.get_string("save").empty() ? "" : "; the last layout's model to " + cli.get_string("save")) << "\n";
+              << (save.empty() ? "" : "; the last layout's model to " + save) << "\n";
   return 0;
 }
 

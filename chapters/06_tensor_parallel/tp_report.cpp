@@ -122,7 +122,8 @@ VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult>
 
 void print_losses(std::ostream& out, const VariantsReport& r) {
   out << "\n1. The same steps on the same global batch under each layout (the mean loss over the batch)\n";
-  print_losses_side_by_side(out, losses_of(r), label_column(), r.results[0].variant.layout.label(), r.losses, "layouts");
+  const std::string first = r.results[0].variant.layout.label();
+  print_losses_side_by_side(out, losses_of(r), label_column(), first, r.losses, "layouts");
 }
 
 void print_memory(std::ostream& out, const VariantsReport& r) {

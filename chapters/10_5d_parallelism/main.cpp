@@ -192,7 +192,8 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& s, const std::vecto
   j.begin_object().key("layouts");
   layouts_table(runs).write_json(j);
   j.field("cluster", s.cluster.name);
-  if (!planner.calibration.empty()) {  // the step model's leave-one-out error on its calibration series, without and with the new terms
+  // The step model's leave-one-out error on its calibration series, without and with the new terms.
+  if (!planner.calibration.empty()) {
     const LooError before = loo_error(planner.calibration, false), after = loo_error(planner.calibration, true);
     j.field("loo_error_median_before", before.median).field("loo_error_largest_before", before.largest);
     j.field("loo_error_median_after", after.median).field("loo_error_largest_after", after.largest);

@@ -24,8 +24,8 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 void print_losses_side_by_side(std::ostream& out, const std::vector<VariantLosses>& variants,
-                               const report::Column& label, const std::string& reference, const LossAgreement& agreement,
-                               const std::string& what) {
+                               const report::Column& label, const std::string& reference,
+                               const LossAgreement& agreement, const std::string& what) {
   std::vector<report::Column> c = {label};
   for (std::size_t step = 0; step < variants[0].losses.size(); ++step)
     c.push_back({.header = "loss " + std::to_string(step), .format = "  %-11.7f"});

@@ -47,8 +47,8 @@ std::vector<VariantLosses> variant_losses(const std::vector<Result>& results, Na
 // variant's parameters against the first's), then "  the losses agree across the <what>: yes|NO
 // (largest relative difference ...; allowed ...)" from `agreement`.
 void print_losses_side_by_side(std::ostream& out, const std::vector<VariantLosses>& variants,
-                               const report::Column& label, const std::string& reference, const LossAgreement& agreement,
-                               const std::string& what);
+                               const report::Column& label, const std::string& reference,
+                               const LossAgreement& agreement, const std::string& what);
 
 // summary.json's "losses_agree" and "max_relative_loss_difference", from `agreement`.
 void write_agreement_json(JsonWriter& j, const LossAgreement& agreement);
