@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
-#include <exception>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -35,6 +34,7 @@
 #include "common/optim/adamw.hpp"
 #include "common/report/median.hpp"
 #include "common/tensor.hpp"
+#include "common/tool_main.hpp"
 
 using namespace usp;
 
@@ -150,11 +150,7 @@ int bench(int argc, char** argv) {
   Cli cli("bench_train_throughput",
           "Tokens per second of fp32 training steps (zero_grad, forward, backward, AdamW) on the CPU.");
   add_flags(cli);
-  cli.parse(argc, argv);
-  if (cli.help_requested()) {
-    std::printf("%s", cli.help().c_str());
-    return 0;
-  }
+  if (!parse_tool_flags(cli, argc, argv)) return 0;
   const ModelConfig cfg = model_from(cli);
   const std::int64_t B = cli.get_int("batch"), T = cli.get_int("seq");
   const auto seed = static_cast<std::uint64_t>(cli.get_int("seed"));
@@ -181,14 +177,4 @@ int bench(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return bench(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_train_throughput: fatal: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return usp::run_tool(argc, argv, bench); }

@@ -3,6 +3,7 @@
 #include <exception>
 #include <iostream>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/io/output_file.hpp"
 
@@ -21,6 +22,13 @@ int run_tool(int argc, char** argv, int (*body)(int, char**)) {
     code = 1;
   }
   return finish_stdout(code);
+}
+
+bool parse_tool_flags(Cli& cli, int argc, char** argv) {
+  cli.parse(argc, argv);
+  if (!cli.help_requested()) return true;
+  std::cout << cli.help();
+  return false;
 }
 
 }  // namespace usp

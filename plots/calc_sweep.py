@@ -5,7 +5,6 @@ the sweep to regenerate when the file is missing or is not a sweep.
 Not a figure itself (./usp plots runs plots/chNN_*.py only); the scripts import it from their
 own folder.
 """
-import csv
 import os
 import sys
 
@@ -27,14 +26,9 @@ def csv_path(arg, csv_name):
 
 def read_rows(path, sweep):
     """The rows of a sweep CSV; exits with a message naming `usp_calc --sweep <sweep>` otherwise."""
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (write it with: usp_calc --sweep {sweep} --csv {path})")
-    if not rows or any(k not in rows[0] for k in REQUIRED):
-        sys.exit(f"{path}: expected the calculator's sweep columns ({','.join(REQUIRED)})")
-    return rows
+    from figure_io import read_csv
+
+    return read_csv(path, REQUIRED, f"usp_calc --sweep {sweep} --csv {path}")
 
 
 H100_GIB = 80  # an H100's memory, in the unit of the axes (the playbook's "80 GB")
@@ -56,13 +50,36 @@ def by_degree(rows, dim):
     return model, panels
 
 
+def stack_bars(ax, cells, total_size):
+    """One panel: for each row (a sequence length) the memory categories stacked in GiB, the total
+    above (fontsize total_size), the H100's 80 GB dashed; a tick per bar, for the caller to label."""
+    x = range(len(cells))
+    bottom = [0.0] * len(cells)
+    for column, _label, colour in CATEGORIES:
+        heights = [int(r[column]) / GIB for r in cells]
+        ax.bar(x, heights, 0.7, bottom=bottom, color=colour)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    for xi, total in zip(x, bottom):
+        ax.annotate(f"{total:,.0f}", (xi, total), ha="center", va="bottom", fontsize=total_size,
+                    xytext=(0, 2), textcoords="offset points")
+    ax.axhline(H100_GIB, color="black", linestyle="--", linewidth=1)
+    ax.set_xticks(list(x))
+
+
+def legend_handles():
+    """The legend of stack_bars: the categories, then the H100's line."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=colour, label=name) for _c, name, colour in CATEGORIES]
+    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, label=f"H100: {H100_GIB} GB"))
+    return handles
+
+
 def plot_by_degree(plt, rows, dim, label, title):
     """One row of panels per recomputation mode, one panel per degree of `dim` (labelled
     `label`, e.g. "CP"), for each sequence length a stack of the memory categories with the H100's
     80 GB dashed; every panel shares one scale. Returns the figure (None when no row fits)."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     model, panels = by_degree(rows, dim)
     if not panels:
         return None
@@ -74,27 +91,30 @@ def plot_by_degree(plt, rows, dim, label, title):
         for col, degree in enumerate(degrees):
             ax = axes[row][col]
             cells = panels.get((mode, degree), [])
-            x = range(len(cells))
-            bottom = [0.0] * len(cells)
-            for column, _label, colour in CATEGORIES:
-                heights = [int(r[column]) / GIB for r in cells]
-                ax.bar(x, heights, 0.7, bottom=bottom, color=colour)
-                bottom = [b + h for b, h in zip(bottom, heights)]
-            for xi, total in zip(x, bottom):
-                ax.annotate(f"{total:,.0f}", (xi, total), ha="center", va="bottom", fontsize=6.5,
-                            xytext=(0, 2), textcoords="offset points")
-            ax.axhline(H100_GIB, color="black", linestyle="--", linewidth=1)
-            ax.set_xticks(list(x))
+            stack_bars(ax, cells, 6.5)
             ax.set_xticklabels([f"{int(r['seq']) // 1024}k" for r in cells], fontsize=8)
             ax.set_title(f"{label} {degree}, {mode} recomputation", fontsize=9)
             ax.grid(True, axis="y", alpha=0.3)
             if row == len(modes) - 1:
                 ax.set_xlabel("sequence length")
         axes[row][0].set_ylabel("memory per GPU (GiB)")
-    handles = [Patch(color=colour, label=name) for _c, name, colour in CATEGORIES]
-    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, label=f"H100: {H100_GIB} GB"))
-    axes[0][0].legend(handles=handles, fontsize=7.5, loc="upper left")
+    axes[0][0].legend(handles=legend_handles(), fontsize=7.5, loc="upper left")
     any_row = next(iter(panels.values()))[0]
     fig.suptitle(f"{model} ({int(any_row['num_parameters']) / 1e9:.1f}B) per GPU {title} — mixed precision, b = 1",
                  fontsize=11)
     return fig
+
+
+def main_by_degree(doc, default_in, csv_name, dim, label, title, png):
+    """A script that draws plot_by_degree of one sweep CSV (chapters 07 and 08): --in the CSV or
+    its folder (default default_in), --out the folder of `png`; exits with a message when no row
+    fits (mixed precision, every degree but `dim` at 1)."""
+    from figure_io import parse_args, plt, save
+
+    args = parse_args(doc, default_in, f"{csv_name} or the folder holding it")
+    path = csv_path(args.inp, csv_name)
+    fig = plot_by_degree(plt, read_rows(path, dim), dim, label, title)
+    if fig is None:
+        others = " = ".join(k for k in ("dp", "tp", "cp", "pp") if k != dim)
+        sys.exit(f"{path}: no rows with mixed precision and {others} = 1")
+    save(fig, args.out, png, rect=(0, 0, 1, 0.95))

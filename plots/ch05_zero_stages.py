@@ -21,7 +21,7 @@ import csv
 import os
 import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import parse_args, plt, read_csv, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 MIB = float(1 << 20)
@@ -43,13 +43,7 @@ def main():
 
     args = parse_args(__doc__, "out/05_zero", "folder with zero_stages.csv", options)
     path = os.path.join(args.inp, "zero_stages.csv")
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (run ch05_zero first)")
-    if not rows or any(c not in rows[0] for c in NEEDED):
-        sys.exit(f"{path}: expected the columns {','.join(NEEDED)}")
+    rows = read_csv(path, NEEDED, "ch05_zero")
     rows = [r for r in rows if int(r["rank"]) == args.rank]
     ranks = 1 + max(int(r["rank"]) for r in csv.DictReader(open(path, newline="")))
     if not rows:

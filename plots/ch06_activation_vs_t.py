@@ -14,11 +14,10 @@ off above 1/t. Sequence parallelism splits those by rows: the whole layer falls 
 
     python3 plots/ch06_activation_vs_t.py --in out/06_tensor_parallel --out plots/out
 """
-import csv
 import os
 import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import parse_args, plt, read_csv, save  # noqa: E402
 
 KIB = 1024.0
 NEEDED = ["tp", "sp", "rank", "layer_activation_measured", "layer_activation_formula"]
@@ -28,13 +27,7 @@ STYLES = {0: ("TP", "tab:blue", "o"), 1: ("TP + SP", "tab:green", "s")}
 def main():
     args = parse_args(__doc__, "out/06_tensor_parallel", "folder with tp_variants.csv")
     path = os.path.join(args.inp, "tp_variants.csv")
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (run ch06_tensor_parallel first)")
-    if not rows or any(c not in rows[0] for c in NEEDED):
-        sys.exit(f"{path}: expected the columns {','.join(NEEDED)}")
+    rows = read_csv(path, NEEDED, "ch06_tensor_parallel")
 
     # t = 1 splits nothing: it is the first point of both lines.
     points = {0: {}, 1: {}}  # sp -> t -> (measured per rank, formula)

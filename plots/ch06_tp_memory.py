@@ -20,13 +20,10 @@ scale, and the number above a bar is its total.
 import sys
 
 from figure_io import parse_args, plt, save  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
 
-from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
+from calc_sweep import csv_path, legend_handles, read_rows, stack_bars  # noqa: E402
 
 CSV_NAME = "tp_memory.csv"
-H100_GIB = 80  # an H100's memory, in the unit of the axis (the playbook's "80 GB")
 
 
 def selected(rows):
@@ -60,26 +57,14 @@ def main():
 
     fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 4.6), squeeze=False)
     for ax, ((tp, sp), rows) in zip(axes[0], panels.items()):
-        x = range(len(rows))
-        bottom = [0.0] * len(rows)
-        for column, _label, colour in CATEGORIES:
-            heights = [int(r[column]) / GIB for r in rows]
-            ax.bar(x, heights, 0.7, bottom=bottom, color=colour)
-            bottom = [b + h for b, h in zip(bottom, heights)]
-        for xi, total in zip(x, bottom):
-            ax.annotate(f"{total:,.0f}", (xi, total), ha="center", va="bottom", fontsize=7,
-                        xytext=(0, 2), textcoords="offset points")
-        ax.axhline(H100_GIB, color="black", linestyle="--", linewidth=1)
-        ax.set_xticks(list(x))
+        stack_bars(ax, rows, 7)
         ax.set_xticklabels([r["seq"] for r in rows], fontsize=8)
         ax.set_xlabel("sequence length")
         ax.set_title(layout_name(tp, sp), fontsize=10)
         ax.margins(y=0.08)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].set_ylabel("memory per GPU (GiB)")
-    handles = [Patch(color=colour, label=label) for _c, label, colour in CATEGORIES]
-    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, label=f"H100: {H100_GIB} GB"))
-    axes[0][0].legend(handles=handles, fontsize=7.5, loc="upper left")
+    axes[0][0].legend(handles=legend_handles(), fontsize=7.5, loc="upper left")
     any_row = next(iter(panels.values()))[0]
     fig.suptitle(f"{model} ({int(any_row['num_parameters']) / 1e9:.1f}B) per GPU with tensor parallelism, without "
                  "and with sequence parallelism — mixed precision, no recomputation, b = 1", fontsize=11)

@@ -11,11 +11,9 @@ The all-to-all computes whole sequences of its heads, the same work on every ran
 
     python3 plots/ch07_attention_time.py --in out/07_context_parallel --out plots/out
 """
-import csv
 import os
-import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import parse_args, plt, read_csv, save  # noqa: E402
 
 NEEDED = ["label", "attention", "sharding", "cp", "dp", "dp_rank", "cp_rank", "attention_seconds", "attention_blocks"]
 
@@ -23,13 +21,7 @@ NEEDED = ["label", "attention", "sharding", "cp", "dp", "dp_rank", "cp_rank", "a
 def main():
     args = parse_args(__doc__, "out/07_context_parallel", "folder with cp_variants.csv")
     path = os.path.join(args.inp, "cp_variants.csv")
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (run ch07_context_parallel first)")
-    if not rows or any(c not in rows[0] for c in NEEDED):
-        sys.exit(f"{path}: expected the columns {','.join(NEEDED)}")
+    rows = read_csv(path, NEEDED, "ch07_context_parallel")
 
     variants = {}  # (attention, sharding, dp) -> [(cp rank, ms, blocks)]
     for r in rows:

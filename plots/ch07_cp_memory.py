@@ -15,23 +15,8 @@ are analytic, bytes per rank divided by 2^30: GiB; every panel shares one scale.
     python3 plots/ch07_cp_memory.py --in out/07_context_parallel --out plots/out
     python3 plots/ch07_cp_memory.py --in cp_memory.csv
 """
-import sys
-
-from figure_io import parse_args, plt, save  # noqa: E402
-
-from calc_sweep import csv_path, plot_by_degree, read_rows  # noqa: E402
-
-CSV_NAME = "cp_memory.csv"
-
-
-def main():
-    args = parse_args(__doc__, "out/07_context_parallel", f"{CSV_NAME} or the folder holding it")
-    path = csv_path(args.inp, CSV_NAME)
-    fig = plot_by_degree(plt, read_rows(path, "cp"), "cp", "CP", "with context parallelism")
-    if fig is None:
-        sys.exit(f"{path}: no rows with mixed precision and dp = tp = pp = 1")
-    save(fig, args.out, "ch07_cp_memory.png", rect=(0, 0, 1, 0.95))
-
+from calc_sweep import main_by_degree  # noqa: E402
 
 if __name__ == "__main__":
-    main()
+    main_by_degree(__doc__, "out/07_context_parallel", "cp_memory.csv", "cp", "CP", "with context parallelism",
+                   "ch07_cp_memory.png")

@@ -14,11 +14,9 @@ zig-zag pairs chunk r with chunk 2W-1-r so that every rank does 2W + 1.
 
     python3 plots/ch07_mask_by_rank.py --in out/07_context_parallel --out plots/out
 """
-import csv
 import os
-import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import parse_args, plt, read_csv, save  # noqa: E402
 from matplotlib.patches import Patch, Polygon, Rectangle  # noqa: E402
 
 NEEDED = ["attention", "sharding", "cp", "rank", "step", "q_chunk", "k_chunk", "diagonal"]
@@ -28,13 +26,7 @@ LAYOUTS = ["contiguous", "zig-zag"]
 def main():
     args = parse_args(__doc__, "out/07_context_parallel", "folder with attention_blocks.csv")
     path = os.path.join(args.inp, "attention_blocks.csv")
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"{path}: {e.strerror} (run ch07_context_parallel first)")
-    if not rows or any(c not in rows[0] for c in NEEDED):
-        sys.exit(f"{path}: expected the columns {','.join(NEEDED)}")
+    rows = read_csv(path, NEEDED, "ch07_context_parallel")
 
     attentions = [r["attention"] for r in rows]
     attention = "ring" if "ring" in attentions else attentions[0]

@@ -13,23 +13,8 @@ analytic, bytes per rank divided by 2^30: GiB; every panel shares one scale.
     python3 plots/ch08_pp_memory.py --in out/08_pipeline_parallel --out plots/out
     python3 plots/ch08_pp_memory.py --in pp_memory.csv
 """
-import sys
-
-from figure_io import parse_args, plt, save  # noqa: E402
-
-from calc_sweep import csv_path, plot_by_degree, read_rows  # noqa: E402
-
-CSV_NAME = "pp_memory.csv"
-
-
-def main():
-    args = parse_args(__doc__, "out/08_pipeline_parallel", f"{CSV_NAME} or the folder holding it")
-    path = csv_path(args.inp, CSV_NAME)
-    fig = plot_by_degree(plt, read_rows(path, "pp"), "pp", "PP", "with pipeline parallelism (the first stage)")
-    if fig is None:
-        sys.exit(f"{path}: no rows with mixed precision and dp = tp = cp = 1")
-    save(fig, args.out, "ch08_pp_memory.png", rect=(0, 0, 1, 0.95))
-
+from calc_sweep import main_by_degree  # noqa: E402
 
 if __name__ == "__main__":
-    main()
+    main_by_degree(__doc__, "out/08_pipeline_parallel", "pp_memory.csv", "pp", "PP",
+                   "with pipeline parallelism (the first stage)", "ch08_pp_memory.png")

@@ -287,11 +287,7 @@ void print_recipes(const ModelConfig& c, bool json) {
 
 int calc_main(int argc, char** argv) {
   Cli cli = make_cli();
-  cli.parse(argc, argv);
-  if (cli.help_requested()) {
-    std::cout << cli.help();
-    return 0;
-  }
+  if (!parse_tool_flags(cli, argc, argv)) return 0;
   if (cli.get_flag("list-models")) {
     list_models(cli.get_flag("json"));
     return 0;

@@ -29,7 +29,7 @@ namespace {
 using namespace usp;
 using namespace usp::plan;
 
-int plan_main(int argc, char** argv) {
+Cli make_cli() {
   Cli cli("usp_plan",
           "The best parallel layouts of a model on a GPU cluster (dp, tp, pp, ZeRO, micro-batch, gradient\n"
           "accumulation, recomputation), ranked by predicted MFU. Default cluster: the Ultra-Scale\n"
@@ -46,20 +46,13 @@ int plan_main(int argc, char** argv) {
   cli.add_int("pp", 0, "only layouts with this many pipeline stages (0: search)", 0, 1 << 16);
   cli.add_int("top", 5, "how many layouts to show", 1, 1000);
   cli.add_flag("json", "print JSON instead of the table");
-  cli.parse(argc, argv);
-  if (cli.help_requested()) {
-    std::cout << cli.help();
-    return 0;
-  }
-  if (!cli.given("model")) throw UsageError("--model is required (a built-in name; usp_calc --list-models lists them)");
-  PlanRequest req{ModelConfig::builtin(cli.get_string("model")), static_cast<int>(cli.get_int("nodes")),
-                  cli.get_int("seq"), cli.get_int("global-batch-tokens"), cli.get_int("tp"), cli.get_int("pp")};
-  Cluster cluster = cli.given("cluster") ? Cluster::from_file(cli.get_string("cluster")) : Cluster::playbook();
-  if (cli.get_int("gpus-per-node") > 0) cluster.gpus_per_node = static_cast<int>(cli.get_int("gpus-per-node"));
-  if (req.seq > req.model.max_seq)
-    throw UsageError("--seq " + std::to_string(req.seq) + " exceeds the model's max_seq " + std::to_string(req.model.max_seq));
+  return cli;
+}
+
+// Every layout of req on the cluster that fits, best first; UsageError when none factors the GPUs.
+std::vector<PlannedLayout> search(const PlanRequest& req, const Cluster& cluster) {
   SearchCounts counts;
-  const std::vector<PlannedLayout> all = search_layouts(req, cluster, &counts);
+  std::vector<PlannedLayout> all = search_layouts(req, cluster, &counts);
   if (counts.factored == 0) {
     const std::int64_t world = static_cast<std::int64_t>(req.nodes) * cluster.gpus_per_node;
     throw UsageError("no layout factors the " + std::to_string(world) + " GPUs (" + std::to_string(req.nodes) +
@@ -69,31 +62,37 @@ int plan_main(int argc, char** argv) {
                      " samples of a step (--global-batch-tokens / --seq); choose another --nodes (e.g. a power "
                      "of two)");
   }
-  const std::size_t top = std::min<std::size_t>(all.size(), static_cast<std::size_t>(cli.get_int("top")));
-  const std::size_t tied = tied_with_best(all);
+  return all;
+}
 
-  if (cli.get_flag("json")) {
-    JsonWriter j;
-    j.begin_object().field("model", req.model.name).field("nodes", req.nodes).field("gpus_per_node", cluster.gpus_per_node);
-    j.field("seq", req.seq).field("global_batch_tokens", req.global_batch_tokens).field("layouts_that_fit", all.size());
-    j.field("model_error", kModelError).field("tied_with_best", tied);
-    j.key("best").begin_array();
-    for (std::size_t i = 0; i < top; ++i) {
-      const PlannedLayout& p = all[i];
-      const calc::TrainingSetup& s = p.layout.setup;
-      j.begin_object().field("dp", s.dp).field("tp", s.tp).field("pp", s.pp).field("cp", s.cp).field("ep", s.ep);
-      j.field("zero", s.zero).field("mbs", s.mbs).field("gas", p.layout.gas).field("recompute", recompute_name(s.recompute));
-      j.field("schedule", p.layout.schedule()).field("memory_bytes", p.memory_bytes).field("step_seconds", p.time.total());
-      j.field("tokens_per_second_per_gpu", p.tokens_per_second_per_gpu).field("mfu", p.mfu);
-      j.field("compute_seconds", p.time.compute).field("dp_seconds", p.time.dp).field("tp_seconds", p.time.tp);
-      j.field("cp_seconds", p.time.cp);
-      j.field("pp_bubble_seconds", p.time.pp_bubble).field("pp_p2p_seconds", p.time.pp_p2p);
-      j.end_object();
-    }
-    j.end_array().end_object();
-    std::cout << j.str() << '\n';
-    return 0;
+// --json: the request, and the first `top` layouts with their terms.
+void print_json(const PlanRequest& req, const Cluster& cluster, const std::vector<PlannedLayout>& all, std::size_t top,
+                std::size_t tied) {
+  JsonWriter j;
+  j.begin_object().field("model", req.model.name).field("nodes", req.nodes).field("gpus_per_node", cluster.gpus_per_node);
+  j.field("seq", req.seq).field("global_batch_tokens", req.global_batch_tokens).field("layouts_that_fit", all.size());
+  j.field("model_error", kModelError).field("tied_with_best", tied);
+  j.key("best").begin_array();
+  for (std::size_t i = 0; i < top; ++i) {
+    const PlannedLayout& p = all[i];
+    const calc::TrainingSetup& s = p.layout.setup;
+    j.begin_object().field("dp", s.dp).field("tp", s.tp).field("pp", s.pp).field("cp", s.cp).field("ep", s.ep);
+    j.field("zero", s.zero).field("mbs", s.mbs).field("gas", p.layout.gas).field("recompute", recompute_name(s.recompute));
+    j.field("schedule", p.layout.schedule()).field("memory_bytes", p.memory_bytes).field("step_seconds", p.time.total());
+    j.field("tokens_per_second_per_gpu", p.tokens_per_second_per_gpu).field("mfu", p.mfu);
+    j.field("compute_seconds", p.time.compute).field("dp_seconds", p.time.dp).field("tp_seconds", p.time.tp);
+    j.field("cp_seconds", p.time.cp);
+    j.field("pp_bubble_seconds", p.time.pp_bubble).field("pp_p2p_seconds", p.time.pp_p2p);
+    j.end_object();
   }
+  j.end_array().end_object();
+  std::cout << j.str() << '\n';
+}
+
+// The text: the request, the step model's constants, a tie when there is one, the first `top`
+// layouts with their terms.
+void print_table(const PlanRequest& req, const Cluster& cluster, const std::vector<PlannedLayout>& all,
+                 std::size_t top, std::size_t tied) {
   std::printf("%s on %d node(s) of %d GPUs (%s): seq %lld, %lld tokens per step; %zu layouts fit in %.0f GB\n",
               req.model.str().c_str(), req.nodes, cluster.gpus_per_node, cluster.name.c_str(),
               static_cast<long long>(req.seq), static_cast<long long>(req.global_batch_tokens), all.size(),
@@ -121,6 +120,23 @@ int plan_main(int argc, char** argv) {
                 100 * p.mfu, p.time.total(), p.time.compute, p.time.dp, p.time.tp, p.time.cp, p.time.pp_bubble + p.time.pp_p2p);
   }
   if (all.empty()) std::printf("  (no layout fits in the GPUs' memory: more nodes, or a smaller model)\n");
+}
+
+int plan_main(int argc, char** argv) {
+  Cli cli = make_cli();
+  if (!parse_tool_flags(cli, argc, argv)) return 0;
+  if (!cli.given("model")) throw UsageError("--model is required (a built-in name; usp_calc --list-models lists them)");
+  PlanRequest req{ModelConfig::builtin(cli.get_string("model")), static_cast<int>(cli.get_int("nodes")),
+                  cli.get_int("seq"), cli.get_int("global-batch-tokens"), cli.get_int("tp"), cli.get_int("pp")};
+  Cluster cluster = cli.given("cluster") ? Cluster::from_file(cli.get_string("cluster")) : Cluster::playbook();
+  if (cli.get_int("gpus-per-node") > 0) cluster.gpus_per_node = static_cast<int>(cli.get_int("gpus-per-node"));
+  if (req.seq > req.model.max_seq)
+    throw UsageError("--seq " + std::to_string(req.seq) + " exceeds the model's max_seq " + std::to_string(req.model.max_seq));
+  const std::vector<PlannedLayout> all = search(req, cluster);
+  const std::size_t top = std::min<std::size_t>(all.size(), static_cast<std::size_t>(cli.get_int("top")));
+  const std::size_t tied = tied_with_best(all);
+  if (cli.get_flag("json")) print_json(req, cluster, all, top, tied);
+  else print_table(req, cluster, all, top, tied);
   return 0;
 }
 

@@ -55,11 +55,7 @@ int sample_main(int argc, char** argv) {
   cli.add_int("top-k", 40, "draw among the k most likely tokens (0: all)", 0, ModelConfig::kMaxVocab);
   cli.add_int("seed", 1, "seed of the draws (the same seed, the same text)", 0, std::int64_t{1} << 62);
   cli.add_flag("json", "print one JSON object instead of text");
-  cli.parse(argc, argv);
-  if (cli.help_requested()) {
-    std::cout << cli.help();
-    return 0;
-  }
+  if (!parse_tool_flags(cli, argc, argv)) return 0;
   const std::string dir = cli.get_string("checkpoint"), prompt_text = cli.get_string("prompt");
   if (dir.empty()) throw UsageError("--checkpoint DIR is required (see --help)");
   if (prompt_text.empty()) throw UsageError("--prompt TEXT is required: generation continues a text (see --help)");

@@ -22,6 +22,7 @@
 //   ./usp run 06
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -133,10 +134,8 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
            "        mpirun -np 4 build/bin/ch06_tensor_parallel (or ./usp run 06)\n";
 }
 
-int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch06_tensor_parallel",
-          "tensor parallelism (Megatron-LM's column and row blocks) and sequence parallelism on a dp × tp mesh,\n"
-          "on CPU ranks or a GPU per rank");
+// The flags: the training run's, the layouts' (--tp, --sp), the global batch, the checkpoints.
+void add_flags(Cli& cli) {
   cli.add_common("out/06_tensor_parallel");
   add_training_flags(cli, {"usp-small", 128, 2, 3, 3e-3});
   cli.add_string("tp", "1,2,4",
@@ -153,18 +152,23 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_string("save", "", "after the last layout's steps, save its model here (a whole Hugging Face checkpoint)");
   cli.add_string("load", "", "start every layout from this checkpoint (any TP degree) instead of the seed's weights");
   add_runner_flags(cli);
-  if (!rt.parse(cli, argc, argv)) return 0;
-  const Setup setup = read_setup(rt, cli);
+}
+
+// The global batch's tokens: W × grad-acc micro-batches of mbs × seq.
+double tokens_per_step(const Setup& s, int world) {
+  return static_cast<double>(world * s.grad_acc * s.in.config.tokens_per_micro_batch());
+}
+
+// 1-4. Every layout trained side by side (--load before, --save after the last), every rank's
+// numbers gathered; nothing while exercise 06.1 or 06.2 is a stub (said once).
+std::optional<VariantsReport> run_layouts(Runtime& rt, const Cli& cli, const Setup& setup) {
   const TrainingConfig& cfg = setup.in.config;
-  const int world = rt.size();
   const std::string out = cli.get_string("out");
-  if (rt.is_root()) print_intro(std::cout, setup, world);
   // The layouts' tensors over the CPU world or a device communicator, everything else over
   // metrics (common/train/training_comms.hpp); the steps through the runner (variant_runner.hpp).
   TrainingComms comms(rt, cfg);
-  const double tokens_per_step = static_cast<double>(world * setup.grad_acc * cfg.tokens_per_micro_batch());
-  VariantRunner runner(comms.metrics(),
-                       {cfg, static_cast<std::int64_t>(tokens_per_step), setup.progress, out});
+  const double tokens = tokens_per_step(setup, rt.size());
+  VariantRunner runner(comms.metrics(), {cfg, static_cast<std::int64_t>(tokens), setup.progress, out});
   make_dirs(out);
 
   const std::string load = cli.get_string("load"), save = cli.get_string("save");
@@ -185,42 +189,63 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     if (!missing.empty()) {
       if (rt.is_root())
         std::cout << "\nthe layouts: skipped until exercises 06.1 and 06.2 are written (" << missing << ")\n";
-      return 0;
+      return std::nullopt;
     }
   }
-  const VariantsReport report =
-      gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens_per_step, runner.agreement());
-  if (rt.is_root()) {
-    print_losses(std::cout, report);
-    print_memory(std::cout, report);
-    print_comm(std::cout, report);
-    print_speed(std::cout, report);
-    report.numbers.write_csv(out + "/tp_variants.csv");
-    const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_tp());  // 5. the 70B figure
-    calc::write_sweep_csv(out + "/tp_memory.csv", sweep);
-    std::cout << "\n5. The calculator: " << sweep.front().setup.model.name
-              << ", mixed precision, no recomputation, b = 1 (GiB per GPU; plots/ch06_tp_memory.py draws every s)\n";
-    calc::print_sweep_table(std::cout, sweep, 4096, "layout", [](const calc::TrainingSetup& s) {
-      return "TP " + std::to_string(s.tp) + (s.sp ? " + SP" : "");
-    });
-  }
+  return gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens, runner.agreement());
+}
 
+// 1-4 printed and tp_variants.csv; 5. the calculator's 70B figure (tp_memory.csv). Rank 0 only.
+void print_report(std::ostream& out, const VariantsReport& report, const std::string& out_dir) {
+  print_losses(out, report);
+  print_memory(out, report);
+  print_comm(out, report);
+  print_speed(out, report);
+  report.numbers.write_csv(out_dir + "/tp_variants.csv");
+  const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_tp());  // 5. the 70B figure
+  calc::write_sweep_csv(out_dir + "/tp_memory.csv", sweep);
+  out << "\n5. The calculator: " << sweep.front().setup.model.name
+      << ", mixed precision, no recomputation, b = 1 (GiB per GPU; plots/ch06_tp_memory.py draws every s)\n";
+  calc::print_sweep_table(out, sweep, 4096, "layout", [](const calc::TrainingSetup& s) {
+    return "TP " + std::to_string(s.tp) + (s.sp ? " + SP" : "");
+  });
+}
+
+// summary.json: the top-level losses, memory and comm_bytes are the last layout's (its peaks are
+// the tracker's since that layout began, its bytes those of its tp and dp groups); "results"
+// holds every layout.
+void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const VariantsReport& report) {
+  const TrainingConfig& cfg = setup.in.config;
+  const int world = rt.size();
   JsonWriter j;
   j.begin_object().field("world", world).field("grad_acc", setup.grad_acc);
   j.field("global_batch", world * setup.grad_acc * cfg.mbs).field("num_parameters", cfg.model.num_parameters());
   write_variants_json(j, report);
   j.end_object();
-  // The top-level losses, memory and comm_bytes are the last layout's (its peaks are the
-  // tracker's since that layout began, its bytes those of its tp and dp groups); "results" holds
-  // every layout.
   const VariantResult& last = report.results.back();
   CommStats traffic = last.tp_comm;
   traffic += last.dp_comm;
-  write_training_summary(rt.world(), out + "/summary.json",
+  write_training_summary(rt.world(), cli.get_string("out") + "/summary.json",
                          {.chapter = "06_tensor_parallel", .losses = last.losses,
-                          .tokens_per_second = tokens_per_step / last.median_step_seconds(),
+                          .tokens_per_second = tokens_per_step(setup, world) / last.median_step_seconds(),
                           .dp = last.variant.layout.dp, .tp = last.variant.layout.tp, .flags_json = cli.values_json(),
                           .chapter_json = j.str(), .comm = &traffic});
+}
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch06_tensor_parallel",
+          "tensor parallelism (Megatron-LM's column and row blocks) and sequence parallelism on a dp × tp mesh,\n"
+          "on CPU ranks or a GPU per rank");
+  add_flags(cli);
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const Setup setup = read_setup(rt, cli);
+  if (rt.is_root()) print_intro(std::cout, setup, rt.size());
+  const std::optional<VariantsReport> report = run_layouts(rt, cli, setup);
+  if (!report) return 0;
+  const std::string out = cli.get_string("out");
+  if (rt.is_root()) print_report(std::cout, *report, out);
+  write_summary(rt, cli, setup, *report);
+  const std::string save = cli.get_string("save");
   if (rt.is_root())
     std::cout << "\nwrote " << out << "/summary.json, tp_variants.csv, tp_memory.csv and the traces trace_tp*.{json,csv}"
               << (save.empty() ? "" : "; the last layout's model to " + save) << "\n";

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/train/training_summary.hpp"
+#include "common/train/variants_report.hpp"
 
 namespace usp::ch06 {
 
@@ -71,13 +72,6 @@ std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   return v;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return d;
-}
-
 std::int64_t as_int(const report::Value& v) { return std::get<std::int64_t>(v); }
 
 // The variant's label, then rank 0's values of `keys`.
@@ -88,15 +82,11 @@ std::vector<report::Value> rank0_row(const VariantsReport& r, std::size_t i, con
   return row;
 }
 
-// The layout's label, padded to 18 characters on the terminal: printf pads bytes, and "×" is two.
-report::Column label_column() {
-  return {.header = "", .format = "%s", .text = [](const report::Value& v) {
-            std::string s = std::get<std::string>(v);
-            std::size_t chars = 0;
-            for (unsigned char ch : s) chars += (ch & 0xC0) != 0x80;  // UTF-8: count the lead bytes
-            return s + std::string(chars < 18 ? 18 - chars : 0, ' ');
-          }, .header_width = 18};
-}
+// The layout's label, padded to 18 characters on the terminal.
+report::Column label_column() { return padded_label_column(18); }
+
+// Every variant's label, losses, final parameters and file name, in the report's order.
+std::vector<VariantLosses> losses_of(const VariantsReport& r) { return variant_losses(r.results, variant_name); }
 
 }  // namespace
 
@@ -131,24 +121,9 @@ VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult>
 }
 
 void print_losses(std::ostream& out, const VariantsReport& r) {
-  std::vector<report::Column> c = {label_column()};
-  for (std::size_t step = 0; step < r.results[0].losses.size(); ++step)
-    c.push_back({.header = "loss " + std::to_string(step), .format = "  %-11.7f"});
-  c.push_back({.header = "max|Δw| vs " + r.results[0].variant.layout.label(), .format = "  %.3g"});
-  report::Table t(std::move(c));
-  for (const VariantResult& v : r.results) {
-    std::vector<report::Value> row = {v.variant.layout.label()};
-    row.insert(row.end(), v.losses.begin(), v.losses.end());
-    row.push_back(max_abs_diff(v.parameters, r.results[0].parameters));
-    t.add(std::move(row));
-  }
   out << "\n1. The same steps on the same global batch under each layout (the mean loss over the batch)\n";
-  t.print(out);
-  char line[200];
-  std::snprintf(line, sizeof line,
-                "  the losses agree across the layouts: %s (largest relative difference %.2g; allowed %.2g)\n",
-                r.losses.agree() ? "yes" : "NO", r.losses.max_relative_difference, r.losses.allowed);
-  out << line;
+  const std::string first = r.results[0].variant.layout.label();
+  print_losses_side_by_side(out, losses_of(r), label_column(), first, r.losses, "layouts");
 }
 
 void print_memory(std::ostream& out, const VariantsReport& r) {
@@ -222,21 +197,8 @@ void print_speed(std::ostream& out, const VariantsReport& r) {
 }
 
 void write_variants_json(JsonWriter& j, const VariantsReport& r) {
-  j.field("losses_agree", r.losses.agree());
-  j.field("max_relative_loss_difference", r.losses.max_relative_difference);
-  j.key("variants").begin_array();
-  for (std::size_t i = 0; i < r.results.size(); ++i) {
-    const VariantResult& v = r.results[i];
-    j.begin_object();
-    j.field("label", v.variant.layout.label()).field("name", variant_name(v.variant.layout));
-    j.key("losses").array(v.losses);
-    j.field("max_param_diff_vs_first", max_abs_diff(v.parameters, r.results[0].parameters));
-    j.key("rank0").begin_object();
-    r.numbers.write_json_fields(j, i * static_cast<std::size_t>(r.world));
-    j.end_object();
-    j.end_object();
-  }
-  j.end_array();
+  write_agreement_json(j, r.losses);
+  write_variants_array(j, losses_of(r), r.numbers, r.world);
 }
 
 }  // namespace usp::ch06

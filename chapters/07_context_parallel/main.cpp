@@ -22,6 +22,7 @@
 //                                                [--sharding contiguous,zig-zag] [--grad-acc 1]
 //   ./usp run 07
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -131,10 +132,9 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
            "        mpirun -np 4 build/bin/ch07_context_parallel (or ./usp run 07)\n";
 }
 
-int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch07_context_parallel",
-          "context parallelism: each sequence split over cp ranks, attention by a ring, an all-gather or an "
-          "all-to-all, in contiguous or zig-zag chunks");
+// The flags: the training run's, the mesh's (--cp, --tp), the variants' (--attention,
+// --sharding), the global batch.
+void add_flags(Cli& cli) {
   cli.add_common("out/07_context_parallel");
   add_training_flags(cli, {"usp-small", 256, 1, 3, 3e-3});
   cli.add_int("cp", 1, "context-parallel ranks per sequence (default: W / tp); dp = W / (cp·tp) replicas", 1,
@@ -147,17 +147,22 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("global-batch", 0, "samples per step over all replicas; sets --grad-acc (0: mbs × grad-acc × dp)", 0,
               1 << 24);
   add_runner_flags(cli);
-  if (!rt.parse(cli, argc, argv)) return 0;
-  const Setup setup = read_setup(rt, cli);
+}
+
+// The global batch's tokens: dp × grad-acc micro-batches of mbs × seq.
+double tokens_per_step(const Setup& s) {
+  return static_cast<double>(s.dp * s.grad_acc * s.in.config.tokens_per_micro_batch());
+}
+
+// 1-5. Every variant trained side by side, every rank's numbers gathered; nothing while
+// exercise 07.1 or 07.2 is a stub (said once).
+std::optional<VariantsReport> run_variants(Runtime& rt, const Setup& setup, const std::string& out) {
   const TrainingConfig& cfg = setup.in.config;
-  const int world = rt.size();
-  const std::string out = cli.get_string("out");
-  if (rt.is_root()) print_intro(std::cout, setup, world);
   // The variants' tensors over the CPU world or a device communicator, everything else over
   // metrics (common/train/training_comms.hpp); the steps through the runner (variant_runner.hpp).
   TrainingComms comms(rt, cfg);
-  const double tokens_per_step = static_cast<double>(setup.dp * setup.grad_acc * cfg.tokens_per_micro_batch());
-  VariantRunner runner(comms.metrics(), {cfg, static_cast<std::int64_t>(tokens_per_step), setup.progress, out});
+  const double tokens = tokens_per_step(setup);
+  VariantRunner runner(comms.metrics(), {cfg, static_cast<std::int64_t>(tokens), setup.progress, out});
   make_dirs(out);
 
   std::vector<VariantResult> results;
@@ -169,50 +174,64 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     if (!missing.empty()) {
       if (rt.is_root())
         std::cout << "\nthe variants: skipped until exercises 07.1 and 07.2 are written (" << missing << ")\n";
-      return 0;
+      return std::nullopt;
     }
   }
-  const VariantsReport report =
-      gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens_per_step, runner.agreement());
-  if (rt.is_root()) {
-    print_losses(std::cout, report);
-    print_work(std::cout, report);
-    print_memory(std::cout, report);
-    print_comm(std::cout, report);
-    print_speed(std::cout, report);
-    report.numbers.write_csv(out + "/cp_variants.csv");
-    report.blocks.write_csv(out + "/attention_blocks.csv");
-    const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_cp());  // 6. the 8B figure
-    calc::write_sweep_csv(out + "/cp_memory.csv", sweep);
-    const std::int64_t longest = sweep.back().setup.seq;
-    std::cout << "\n6. The calculator: " << sweep.front().setup.model.name << ", mixed precision, b = 1, at s = "
-              << longest << " (GiB per GPU; plots/ch07_cp_memory.py draws every s)\n";
-    for (Recompute mode : calc::figure_cp().recomputes) {
-      std::vector<calc::SweepRow> rows;
-      for (const calc::SweepRow& row : sweep)
-        if (row.setup.recompute == mode) rows.push_back(row);
-      std::cout << "  " << recompute_name(mode) << " recomputation:\n";
-      calc::print_sweep_table(std::cout, rows, longest, "layout",
-                              [](const calc::TrainingSetup& s) { return "CP " + std::to_string(s.cp); });
-    }
-  }
+  return gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens, runner.agreement());
+}
 
+// 1-5 printed, cp_variants.csv and attention_blocks.csv; 6. the calculator's 8B figure
+// (cp_memory.csv). Rank 0 only.
+void print_report(std::ostream& out, const VariantsReport& report, const std::string& out_dir) {
+  print_losses(out, report);
+  print_work(out, report);
+  print_memory(out, report);
+  print_comm(out, report);
+  print_speed(out, report);
+  report.numbers.write_csv(out_dir + "/cp_variants.csv");
+  report.blocks.write_csv(out_dir + "/attention_blocks.csv");
+  const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_cp());  // 6. the 8B figure
+  calc::write_sweep_csv(out_dir + "/cp_memory.csv", sweep);
+  const std::int64_t longest = sweep.back().setup.seq;
+  out << "\n6. The calculator: " << sweep.front().setup.model.name << ", mixed precision, b = 1, at s = " << longest
+      << " (GiB per GPU; plots/ch07_cp_memory.py draws every s)\n";
+  calc::print_sweep_tables_by_recompute(out, sweep, calc::figure_cp().recomputes, longest,
+                                        [](const calc::TrainingSetup& s) { return "CP " + std::to_string(s.cp); });
+}
+
+// summary.json: the top-level losses, memory and comm_bytes are the last variant's (its peaks
+// are the tracker's since that variant began, its bytes those of its cp and dp·cp groups);
+// "variants" holds every variant.
+void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const VariantsReport& report) {
+  const TrainingConfig& cfg = setup.in.config;
   JsonWriter j;
-  j.begin_object().field("world", world).field("dp", setup.dp).field("cp", setup.cp);
+  j.begin_object().field("world", rt.size()).field("dp", setup.dp).field("cp", setup.cp);
   j.field("grad_acc", setup.grad_acc).field("global_batch", setup.dp * setup.grad_acc * cfg.mbs);
   j.field("num_parameters", cfg.model.num_parameters());
   write_variants_json(j, report);
   j.end_object();
-  // The top-level losses, memory and comm_bytes are the last variant's (its peaks are the
-  // tracker's since that variant began, its bytes those of its cp and dp·cp groups); "variants"
-  // holds every variant.
   const VariantResult& last = report.results.back();
   CommStats traffic = last.cp_comm;
   traffic += last.dp_cp_comm;
-  write_training_summary(rt.world(), out + "/summary.json",
+  write_training_summary(rt.world(), cli.get_string("out") + "/summary.json",
                          {.chapter = "07_context_parallel", .losses = last.losses,
-                          .tokens_per_second = tokens_per_step / last.median_step_seconds(), .dp = setup.dp,
+                          .tokens_per_second = tokens_per_step(setup) / last.median_step_seconds(), .dp = setup.dp,
                           .cp = setup.cp, .flags_json = cli.values_json(), .chapter_json = j.str(), .comm = &traffic});
+}
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch07_context_parallel",
+          "context parallelism: each sequence split over cp ranks, attention by a ring, an all-gather or an "
+          "all-to-all, in contiguous or zig-zag chunks");
+  add_flags(cli);
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const Setup setup = read_setup(rt, cli);
+  const std::string out = cli.get_string("out");
+  if (rt.is_root()) print_intro(std::cout, setup, rt.size());
+  const std::optional<VariantsReport> report = run_variants(rt, setup, out);
+  if (!report) return 0;
+  if (rt.is_root()) print_report(std::cout, *report, out);
+  write_summary(rt, cli, setup, *report);
   if (rt.is_root())
     std::cout << "\nwrote " << out << "/summary.json, cp_variants.csv, attention_blocks.csv, cp_memory.csv and the "
               << "traces trace_*.{json,csv}\n";

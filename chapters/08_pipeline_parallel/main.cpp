@@ -213,13 +213,8 @@ void print_pp_memory(std::ostream& out, const std::string& out_dir) {
   out << "\nThe calculator: " << sweep.front().setup.model.name << ", mixed precision, b = 1, s = " << seq
       << ": the FIRST stage's memory (GiB; plots/ch08_pp_memory.py draws every s). The states fall by p; under\n"
          "1F1B the first stage keeps p micro-batches of its L/p layers in flight, so its activations do not.\n";
-  for (Recompute mode : calc::figure_pp().recomputes) {
-    std::vector<calc::SweepRow> rows;
-    for (const calc::SweepRow& row : sweep)
-      if (row.setup.recompute == mode) rows.push_back(row);
-    out << "  " << recompute_name(mode) << " recomputation:\n";
-    calc::print_sweep_table(out, rows, seq, "layout", [](const calc::TrainingSetup& st) { return "PP " + std::to_string(st.pp); });
-  }
+  calc::print_sweep_tables_by_recompute(out, sweep, calc::figure_pp().recomputes, seq,
+                                        [](const calc::TrainingSetup& st) { return "PP " + std::to_string(st.pp); });
 }
 
 // The simulated schedules: [{"schedule": ..., "v": ..., "step_time": ..., ...}, ...].
@@ -273,6 +268,80 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
   return reports;
 }
 
+// The flags: the training run's (a model of 8 layers), the simulator's (--schedule, --p, --m,
+// --v, the durations, --latency), the sweep's.
+void add_flags(Cli& cli) {
+  cli.add_common("out/08_pipeline_parallel");
+  // The executor's model: 8 layers, so that p = 4 ranks with v = 2 chunks give every virtual
+  // stage a layer; small enough for a laptop's cores.
+  TrainingDefaults training{"usp-small", 128, 1, 3, 3e-3};
+  training.layers = 8;
+  add_training_flags(cli, training);
+  cli.add_int("dp", 1, "data-parallel replicas (on W > 1 ranks: each a pipeline of W / dp ranks)", 1, 1 << 16);
+  std::vector<std::string> schedules = {"all"};
+  for (ScheduleKind kind : all_schedule_kinds()) schedules.push_back(schedule_kind_name(kind));
+  cli.add_choice("schedule", "all", schedules, "which schedule(s) to show");
+  cli.add_int("p", 4, "pipeline ranks of the simulation (on W > 1 ranks: the run's pp = W / dp)", 1, 64);
+  cli.add_int("m", 8, "micro-batches per step", 1, 1024);
+  cli.add_int("v", 2, "model chunks per rank (interleaved only)", 1, 16);
+  cli.add_int("tf", 1, "duration of a forward (F) of one chunk, in time units", 1, 1000);
+  cli.add_int("tb", 1, "duration of the input-gradient half (B) of a chunk's backward", 1, 1000);
+  cli.add_int("tw", 1, "duration of the weight-gradient half (W); a whole backward BW is tb + tw", 0, 1000);
+  cli.add_int("latency", 0, "time from a send to its message's arrival", 0, 1000);
+  cli.add_flag("sweep", "also write bubble_sweep.csv: the bubble for m = 1 .. --sweep-m at p = --sweep-p");
+  cli.add_int("sweep-p", 8, "the pipeline ranks of --sweep", 1, 64);
+  cli.add_int("sweep-m", 64, "the largest m of --sweep", 1, 256);
+  add_runner_flags(cli);
+}
+
+// 1. Every schedule of --schedule validated and simulated, printed by rank 0 (which alone keeps
+// the outcomes); a schedule whose exercise is a stub is skipped.
+std::vector<Outcome> simulate_schedules(Runtime& rt, std::ostream& out, const Setup& s, const std::string& out_dir) {
+  std::vector<Outcome> outcomes;
+  for (ScheduleKind kind : s.kinds) {
+    Outcome o;
+    o.kind = kind;
+    o.v = chunks_for(s, kind);
+    std::ostringstream text;
+    o.skipped = rt.skip_if_not_implemented([&] { o = run_schedule(text, s, kind, out_dir, rt.is_root()); });
+    if (!rt.is_root()) continue;
+    if (!o.skipped.empty())
+      out << "\n== " << schedule_kind_name(kind) << ": skipped: " << o.skipped << "\n";
+    else
+      out << text.str();
+    outcomes.push_back(o);
+  }
+  return outcomes;
+}
+
+// summary.json. Without a training run, the flags and the simulated schedules. With one, the
+// summary every training chapter writes: the last schedule's losses at its top (every
+// schedule's are the same), every schedule in "runs".
+void write_summary(Runtime& rt, const Cli& cli, const Setup& s, const std::vector<Outcome>& outcomes,
+                   const std::vector<RunReport>& runs) {
+  const std::string path = cli.get_string("out") + "/summary.json";
+  if (runs.empty()) {
+    if (!rt.is_root()) return;
+    JsonWriter w;
+    w.begin_object().key("flags").raw(cli.values_json()).key("schedules").raw(schedules_json(outcomes)).end_object();
+    w.write_file(path);
+    return;
+  }
+  JsonWriter j;
+  j.begin_object().key("schedules").raw(schedules_json(outcomes)).key("runs").begin_array();
+  for (const RunReport& r : runs) write_run_json(j, r);
+  j.end_array().end_object();
+  const ScheduleRun& last = runs.back().run;
+  CommStats traffic = last.pp_comm;
+  traffic += last.dp_comm;
+  const TrainingConfig& cfg = s.in.config;
+  const double tokens_per_step = static_cast<double>(s.dp * s.m * cfg.tokens_per_micro_batch());
+  write_training_summary(rt.world(), path,
+                         {.chapter = "08_pipeline_parallel", .losses = last.losses,
+                          .tokens_per_second = tokens_per_step / last.median_step_seconds(), .dp = s.dp, .pp = s.pp,
+                          .flags_json = cli.values_json(), .chapter_json = j.str(), .comm = &traffic});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -281,27 +350,7 @@ int main(int argc, char** argv) {
             "pipeline schedules (AFAB, 1F1B, interleaved 1F1B, ZB-H1, ZB-H2, DualPipeV) as data: validated, simulated, "
             "run on MPI ranks; their bubble "
             "against the formulas");
-    cli.add_common("out/08_pipeline_parallel");
-    // The executor's model: 8 layers, so that p = 4 ranks with v = 2 chunks give every virtual
-    // stage a layer; small enough for a laptop's cores.
-    TrainingDefaults training{"usp-small", 128, 1, 3, 3e-3};
-    training.layers = 8;
-    add_training_flags(cli, training);
-    cli.add_int("dp", 1, "data-parallel replicas (on W > 1 ranks: each a pipeline of W / dp ranks)", 1, 1 << 16);
-    std::vector<std::string> schedules = {"all"};
-    for (ScheduleKind kind : all_schedule_kinds()) schedules.push_back(schedule_kind_name(kind));
-    cli.add_choice("schedule", "all", schedules, "which schedule(s) to show");
-    cli.add_int("p", 4, "pipeline ranks of the simulation (on W > 1 ranks: the run's pp = W / dp)", 1, 64);
-    cli.add_int("m", 8, "micro-batches per step", 1, 1024);
-    cli.add_int("v", 2, "model chunks per rank (interleaved only)", 1, 16);
-    cli.add_int("tf", 1, "duration of a forward (F) of one chunk, in time units", 1, 1000);
-    cli.add_int("tb", 1, "duration of the input-gradient half (B) of a chunk's backward", 1, 1000);
-    cli.add_int("tw", 1, "duration of the weight-gradient half (W); a whole backward BW is tb + tw", 0, 1000);
-    cli.add_int("latency", 0, "time from a send to its message's arrival", 0, 1000);
-    cli.add_flag("sweep", "also write bubble_sweep.csv: the bubble for m = 1 .. --sweep-m at p = --sweep-p");
-    cli.add_int("sweep-p", 8, "the pipeline ranks of --sweep", 1, 64);
-    cli.add_int("sweep-m", 64, "the largest m of --sweep", 1, 256);
-    add_runner_flags(cli);
+    add_flags(cli);
     if (!rt.parse(cli, argc, argv)) return 0;
     const Setup s = read_setup(rt, cli);
     const std::string out_dir = cli.get_string("out");
@@ -311,60 +360,26 @@ int main(int argc, char** argv) {
           << "1/" << s.pieces << " of a rank's layers t_F = " << s.cost.f << ", t_B = " << s.cost.b << ", t_W = "
           << s.cost.w << " (a whole backward BW = t_B + t_W), send latency " << s.latency << "\n";
 
-    std::vector<Outcome> outcomes;
-    for (ScheduleKind kind : s.kinds) {
-      Outcome o;
-      o.kind = kind;
-      o.v = chunks_for(s, kind);
-      std::ostringstream text;
-      o.skipped = rt.skip_if_not_implemented([&] { o = run_schedule(text, s, kind, out_dir, rt.is_root()); });
-      if (!rt.is_root()) continue;
-      if (!o.skipped.empty())
-        out << "\n== " << schedule_kind_name(kind) << ": skipped: " << o.skipped << "\n";
-      else
-        out << text.str();
-      outcomes.push_back(o);
-    }
-    if (s.sweep) {
+    const std::vector<Outcome> outcomes = simulate_schedules(rt, out, s, out_dir);  // 1.
+    if (s.sweep) {                                                                  // 2.
       const report::Table sweep = bubble_sweep(rt, out, s);
       if (rt.is_root()) {
         sweep.write_csv(out_dir + "/bubble_sweep.csv");
         out << "\nwrote " << out_dir << "/bubble_sweep.csv\n";
       }
     }
-    if (rt.is_root()) print_pp_memory(out, out_dir);
+    if (rt.is_root()) print_pp_memory(out, out_dir);  // 3.
     std::vector<RunReport> runs;
     if (s.pp > 1) {
-      runs = run_executor(rt, s, out_dir);
+      runs = run_executor(rt, s, out_dir);  // 4.
     } else if (rt.is_root()) {
       out << "\nthe executor needs several ranks (the stages of a pipeline): mpirun -np 2 "
              "build/bin/ch08_pipeline_parallel (or ./usp run 08)\n";
     }
-    if (runs.empty()) {
-      if (rt.is_root()) {
-        JsonWriter w;
-        w.begin_object().key("flags").raw(cli.values_json()).key("schedules").raw(schedules_json(outcomes)).end_object();
-        w.write_file(out_dir + "/summary.json");
-        out << "wrote " << out_dir << "/summary.json, gantt_<schedule>.csv, in_flight_<schedule>.csv\n";
-      }
-      return 0;
-    }
-    // A training run: the summary every training chapter writes, the last schedule's losses at its
-    // top (every schedule's are the same), every schedule in "runs".
-    JsonWriter j;
-    j.begin_object().key("schedules").raw(schedules_json(outcomes)).key("runs").begin_array();
-    for (const RunReport& r : runs) write_run_json(j, r);
-    j.end_array().end_object();
-    const ScheduleRun& last = runs.back().run;
-    CommStats traffic = last.pp_comm;
-    traffic += last.dp_comm;
-    const TrainingConfig& cfg = s.in.config;
-    const double tokens_per_step = static_cast<double>(s.dp * s.m * cfg.tokens_per_micro_batch());
-    write_training_summary(rt.world(), out_dir + "/summary.json",
-                           {.chapter = "08_pipeline_parallel", .losses = last.losses,
-                            .tokens_per_second = tokens_per_step / last.median_step_seconds(), .dp = s.dp, .pp = s.pp,
-                            .flags_json = cli.values_json(), .chapter_json = j.str(), .comm = &traffic});
-    if (rt.is_root())
+    write_summary(rt, cli, s, outcomes, runs);
+    if (rt.is_root() && runs.empty())
+      out << "wrote " << out_dir << "/summary.json, gantt_<schedule>.csv, in_flight_<schedule>.csv\n";
+    else if (rt.is_root())
       out << "\nwrote " << out_dir << "/summary.json, gantt_{measured,predicted}_<schedule>.csv, "
           << "in_flight_measured_<schedule>.csv, trace_<schedule>.{json,csv}, gantt_<schedule>.csv, in_flight_<schedule>.csv\n";
     return 0;

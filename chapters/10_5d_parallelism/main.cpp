@@ -85,10 +85,8 @@ TrainingConfig moe_config(TrainingConfig cfg) {
   return cfg;
 }
 
-int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch10_5d_parallelism",
-          "5D parallelism: DP × TP × PP × CP (× EP) layouts trained by one trainer, each against one device; then "
-          "the cluster planner's calibration and the playbook's campaign (the best layout of 4 models on 1-64 nodes)");
+// The flags: the training run's, the MoE's, one layout's (--dp .. --sharding), the cluster's.
+void add_flags(Cli& cli) {
   cli.add_common("out/10_5d_parallelism");
   add_training_flags(cli, {"usp-small", 64, 2, 3, 3e-3});
   add_moe_flags(cli, {0, 2, 0.01});
@@ -105,88 +103,126 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_choice("sharding", "zig-zag", {"zig-zag", "contiguous"}, "how CP cuts each sequence");
   cli.add_string("cluster", "", "a JSON cluster file instead of the playbook's H100 cluster");
   add_runner_flags(cli);
-  if (!rt.parse(cli, argc, argv)) return 0;
-  const std::string out = cli.get_string("out");
-  const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks);
-  const int W = rt.size();
-  std::vector<Planned> layouts;
-  plan::Cluster cluster = plan::Cluster::playbook();
-  ProgressFlags progress;
-  rt.agree([&] {
-    progress = runner_flags_from(cli);
-    require_layout_flags_used(cli, W);
-    if (layout_chosen(cli)) layouts.push_back({layout_from_flags(cli, W), in.config.model.is_moe()});
-    else layouts = default_layouts(W);
-    for (const Planned& p : layouts)
-      check_layout_5d(p.layout, W, (p.moe ? moe_config(in.config) : in.config).model, in.config.seq);
-    if (cli.given("cluster")) cluster = plan::Cluster::from_file(cli.get_string("cluster"));
-  });
-  make_dirs(out);
+}
 
-  // 1. The trainer.
+// What the flags chose, checked on every rank together (one message on failure).
+struct Setup {
+  TrainingInputs in;
+  std::vector<Planned> layouts = {};
+  plan::Cluster cluster = plan::Cluster::playbook();
+  ProgressFlags progress = {};
+};
+
+Setup read_setup(Runtime& rt, const Cli& cli) {
+  Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
+  const int W = rt.size();
+  rt.agree([&] {
+    s.progress = runner_flags_from(cli);
+    require_layout_flags_used(cli, W);
+    if (layout_chosen(cli)) s.layouts.push_back({layout_from_flags(cli, W), s.in.config.model.is_moe()});
+    else s.layouts = default_layouts(W);
+    for (const Planned& p : s.layouts)
+      check_layout_5d(p.layout, W, (p.moe ? moe_config(s.in.config) : s.in.config).model, s.in.config.seq);
+    if (cli.given("cluster")) s.cluster = plan::Cluster::from_file(cli.get_string("cluster"));
+  });
+  return s;
+}
+
+// 1. The trainer: every layout trained, printed by rank 0 and written to layout_ranks.csv.
+std::vector<LayoutRun> train_layouts(Runtime& rt, const Setup& s, const std::string& out) {
+  const TrainingInputs& in = s.in;
   // The layouts' tensors over the CPU world or a device communicator, which each trainer's mesh
   // splits into its groups; everything else over metrics (common/train/training_comms.hpp).
   TrainingComms comms(rt, in.config);
   if (rt.is_root())
-    std::cout << "1. One trainer for every layout, on " << W << (in.config.device.is_cuda() ? " GPU(s)" : " rank(s)")
-              << ": " << in.config.model.str() << ", "
+    std::cout << "1. One trainer for every layout, on " << rt.size()
+              << (in.config.device.is_cuda() ? " GPU(s)" : " rank(s)") << ": " << in.config.model.str() << ", "
               << in.config.mbs << " × " << in.config.seq << " tokens per micro-batch, " << in.config.steps
               << " AdamW steps (fp32). Mesh order tp-cp-dp-pp (TP peers neighbours, stages furthest apart).\n"
               << "   Memory: KiB this rank holds, '=' where it is the calculator's for the rank's stage; bytes sent\n"
               << "   per step over each dimension's group.\n";
   std::vector<LayoutRun> runs;
-  for (const Planned& p : layouts) {
+  for (const Planned& p : s.layouts) {
     // A runner per layout (variant_runner.hpp): each its own global batch (dp · m micro-batches).
     const TrainingConfig cfg = p.moe ? moe_config(in.config) : in.config;
     VariantRunner runner(comms.metrics(),
-                         {cfg, p.layout.dp * p.layout.m * cfg.tokens_per_micro_batch(), progress, out});
+                         {cfg, p.layout.dp * p.layout.m * cfg.tokens_per_micro_batch(), s.progress, out});
     runs.push_back(run_layout(runner, comms.tensors(), comms.metrics(), cfg, *in.data, p.layout));
     if (rt.is_root()) print_layout_run(std::cout, runs.back());
   }
   if (rt.is_root()) layout_ranks_table(runs).write_csv(out + "/layout_ranks.csv");
-  const std::vector<double> first_losses = runs.front().losses;
-  const double tokens_per_step = static_cast<double>(runs.front().layout.dp * runs.front().layout.m *
-                                                     in.config.tokens_per_micro_batch());
-  const double tokens_per_second = tokens_per_step / runs.front().median_step_seconds;
-  // 2. and 3. The planner: arithmetic, the same on every rank (exercise 10.1's terms inside);
-  // rank 0 prints and writes.
-  std::vector<CalibrationPoint> cal;
+  return runs;
+}
+
+// 2. and 3. What the planner found: empty while exercise 10.1 is a stub.
+struct PlannerResults {
+  std::vector<CalibrationPoint> calibration;
   std::vector<CampaignCell> cells;
-  double seconds = 0;
+  double seconds = 0;  // the campaign's search
+};
+
+// The planner: arithmetic, the same on every rank (exercise 10.1's terms inside); rank 0 prints
+// and writes calibration.csv and campaign.csv.
+PlannerResults run_planner(Runtime& rt, const plan::Cluster& cluster, const std::string& out) {
+  PlannerResults r;
   const std::string missing = rt.skip_if_not_implemented([&] {
-    cal = calibration_series(cluster);
+    r.calibration = calibration_series(cluster);
     const auto t0 = std::chrono::steady_clock::now();
-    cells = run_campaign({"playbook-1.34b", "playbook-3.57b", "playbook-8.86b", "playbook-80b"}, {1, 2, 4, 8, 16, 32, 64},
-                         cluster);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.cells = run_campaign({"playbook-1.34b", "playbook-3.57b", "playbook-8.86b", "playbook-80b"},
+                           {1, 2, 4, 8, 16, 32, 64}, cluster);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   });
-  if (rt.is_root()) {
-    if (!missing.empty()) {
-      std::cout << "\n2. and 3. The planner: skipped until exercise 10.1 is written (" << missing << ")\n";
-    } else {
-      print_calibration(cal);
-      print_campaign(cells, cluster, seconds);
-      calibration_table(cal).write_csv(out + "/calibration.csv");
-      campaign_table(cells).write_csv(out + "/campaign.csv");
-    }
-    memory_by_dimension_table(memory_by_dimension()).write_csv(out + "/memory_8b.csv");
+  if (!rt.is_root()) return r;
+  if (!missing.empty()) {
+    std::cout << "\n2. and 3. The planner: skipped until exercise 10.1 is written (" << missing << ")\n";
+    return r;
   }
+  print_calibration(r.calibration);
+  print_campaign(r.cells, cluster, r.seconds);
+  calibration_table(r.calibration).write_csv(out + "/calibration.csv");
+  campaign_table(r.cells).write_csv(out + "/campaign.csv");
+  return r;
+}
+
+// summary.json: the first layout's losses and throughput at its top, every layout in "layouts",
+// the planner's leave-one-out error and search.
+void write_summary(Runtime& rt, const Cli& cli, const Setup& s, const std::vector<LayoutRun>& runs,
+                   const PlannerResults& planner) {
   JsonWriter j;
   j.begin_object().key("layouts");
   layouts_table(runs).write_json(j);
-  j.field("cluster", cluster.name);
-  if (!cal.empty()) {  // the step model's leave-one-out error on its calibration series, without and with the new terms
-    const LooError before = loo_error(cal, false), after = loo_error(cal, true);
+  j.field("cluster", s.cluster.name);
+  // The step model's leave-one-out error on its calibration series, without and with the new terms.
+  if (!planner.calibration.empty()) {
+    const LooError before = loo_error(planner.calibration, false), after = loo_error(planner.calibration, true);
     j.field("loo_error_median_before", before.median).field("loo_error_largest_before", before.largest);
     j.field("loo_error_median_after", after.median).field("loo_error_largest_after", after.largest);
   }
-  j.field("search_seconds", seconds).field("cells", cells.size()).end_object();
+  j.field("search_seconds", planner.seconds).field("cells", planner.cells.size()).end_object();
   const Layout5d& l = runs.front().layout;
-  write_training_summary(rt.world(), out + "/summary.json",
-                         {.chapter = "10_5d_parallelism", .losses = first_losses, .tokens_per_second = tokens_per_second,
-                          .dp = l.dp, .tp = l.tp, .cp = l.cp, .pp = l.pp, .ep = l.ep, .flags_json = cli.values_json(),
+  const double tokens_per_step = static_cast<double>(l.dp * l.m * s.in.config.tokens_per_micro_batch());
+  write_training_summary(rt.world(), cli.get_string("out") + "/summary.json",
+                         {.chapter = "10_5d_parallelism", .losses = runs.front().losses,
+                          .tokens_per_second = tokens_per_step / runs.front().median_step_seconds, .dp = l.dp,
+                          .tp = l.tp, .cp = l.cp, .pp = l.pp, .ep = l.ep, .flags_json = cli.values_json(),
                           .chapter_json = j.str()});
-  if (rt.is_root()) std::cout << "\nwrote " << out << "/summary.json, layout_ranks.csv, calibration.csv, campaign.csv, memory_8b.csv\n";
+}
+
+int run_chapter(Runtime& rt, int argc, char** argv) {
+  Cli cli("ch10_5d_parallelism",
+          "5D parallelism: DP × TP × PP × CP (× EP) layouts trained by one trainer, each against one device; then "
+          "the cluster planner's calibration and the playbook's campaign (the best layout of 4 models on 1-64 nodes)");
+  add_flags(cli);
+  if (!rt.parse(cli, argc, argv)) return 0;
+  const std::string out = cli.get_string("out");
+  const Setup setup = read_setup(rt, cli);
+  make_dirs(out);
+  const std::vector<LayoutRun> runs = train_layouts(rt, setup, out);   // 1.
+  const PlannerResults planner = run_planner(rt, setup.cluster, out);  // 2. and 3.
+  if (rt.is_root()) memory_by_dimension_table(memory_by_dimension()).write_csv(out + "/memory_8b.csv");
+  write_summary(rt, cli, setup, runs, planner);
+  if (rt.is_root())
+    std::cout << "\nwrote " << out << "/summary.json, layout_ranks.csv, calibration.csv, campaign.csv, memory_8b.csv\n";
   return 0;
 }
 

@@ -56,34 +56,96 @@ Rounded round_to_bf16(const Tensor& x) {
   return r;
 }
 
+// The ladder's inputs on the host: q [B, T, H, D], k and v [B, T, G, D], dout [B, T, H, D], and
+// the same rounded to bf16 (rungs 05 and 06).
+struct LadderInputs {
+  Tensor q, k, v, dout;
+  Rounded q16, k16, v16, dout16;
+};
+
+LadderInputs make_inputs(const LadderShape& s) {
+  const std::int64_t B = s.batch, T = s.seq, H = s.heads, G = s.kv_heads, D = s.head_dim;
+  const Tensor q = random_tensor({B, T, H, D}, "ladder.q"), k = random_tensor({B, T, G, D}, "ladder.k"),
+               v = random_tensor({B, T, G, D}, "ladder.v"), dout = random_tensor({B, T, H, D}, "ladder.dout");
+  return {q, k, v, dout, round_to_bf16(q), round_to_bf16(k), round_to_bf16(v), round_to_bf16(dout)};
+}
+
+// What the rungs write on the device, each rung its own: out [B, T, H, D], lse [B, H, T], the
+// gradients dq [B, T, H, D], dk and dv [B, T, G, D].
+struct LadderOutputs {
+  Tensor out_naive, lse_naive;  // rung 01
+  Tensor out_fa1, lse_fa1;      // rung 02
+  Tensor out, lse;              // rung 03
+  Tensor dq, dk, dv;            // rung 04
+  Tensor out_tc, lse_tc;        // rung 05
+  Tensor dq_tc, dk_tc, dv_tc;   // rung 06
+};
+
+LadderOutputs make_outputs(const LadderShape& s, const Device& gpu) {
+  const std::int64_t B = s.batch, T = s.seq, H = s.heads, G = s.kv_heads, D = s.head_dim;
+  const auto empty = [&](const Shape& shape) { return Tensor::empty(shape, DType::f32, MemCategory::Temporary, gpu); };
+  return {empty({B, T, H, D}), empty({B, H, T}), empty({B, T, H, D}), empty({B, H, T}),
+          empty({B, T, H, D}), empty({B, H, T}), empty({B, T, H, D}), empty({B, T, G, D}),
+          empty({B, T, G, D}), empty({B, T, H, D}), empty({B, H, T}), empty({B, T, H, D}),
+          empty({B, T, G, D}), empty({B, T, G, D})};
+}
+
+// Each rung's error against the CPU's causal attention at positions 0..T-1 (out and lse, then
+// the gradients); rungs 05 and 06 against the fp32 attention of the rounded inputs, so that what
+// is left is their own bf16 P.
+void check_rungs(std::vector<RungRun>& runs, const LadderInputs& in, const LadderOutputs& o) {
+  const std::int64_t T = in.q.shape()[1];
+  std::vector<std::int32_t> pos(static_cast<std::size_t>(T));
+  for (std::int64_t i = 0; i < T; ++i) pos[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+  Tensor positions = Tensor::empty({T}, DType::i32);
+  std::copy(pos.begin(), pos.end(), positions.data<std::int32_t>());
+  struct Reference {
+    Tensor out, lse, dq, dk, dv;
+  };
+  const auto reference = [&](const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout) {
+    Reference r{Tensor::empty(q.shape()), Tensor::empty({q.shape()[0], q.shape()[2], T}), Tensor::empty(q.shape()),
+                Tensor::empty(k.shape()), Tensor::empty(v.shape())};
+    ops::attention_block_forward(q, k, v, positions, positions, r.out, r.lse);
+    ops::attention_backward(dout, q, k, v, Tensor(), r.dq, r.dk, r.dv);
+    return r;
+  };
+  const Reference ref = reference(in.q, in.k, in.v, in.dout);
+  runs[0].error = relative_error(o.out_naive, ref.out);
+  runs[1].error = std::max(relative_error(o.out_fa1, ref.out), relative_error(o.lse_fa1, ref.lse));
+  runs[2].error = std::max(relative_error(o.out, ref.out), relative_error(o.lse, ref.lse));
+  runs[3].error = std::max({relative_error(o.dq, ref.dq), relative_error(o.dk, ref.dk), relative_error(o.dv, ref.dv)});
+  const Reference ref16 = reference(in.q16.values, in.k16.values, in.v16.values, in.dout16.values);
+  runs[4].error = std::max(relative_error(o.out_tc, ref16.out), relative_error(o.lse_tc, ref16.lse));
+  runs[5].error = std::max(
+      {relative_error(o.dq_tc, ref16.dq), relative_error(o.dk_tc, ref16.dk), relative_error(o.dv_tc, ref16.dv)});
+}
+
+// Each rung's median time over reps runs and its TFLOPS (a backward counted as 2.5 forwards).
+void time_rungs(std::vector<RungRun>& runs, const std::vector<std::function<void()>>& rung, int reps,
+                const LadderShape& s, const Device& gpu) {
+  const double B = s.batch, T = s.seq, H = s.heads, D = s.head_dim;
+  const double forward_flops = 4.0 * B * H * T * T * D / 2.0;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    runs[r].ms = median_ms(rung[r], reps, gpu);
+    const bool backward = r == 3 || r == 5;
+    runs[r].tflops = (backward ? 2.5 : 1.0) * forward_flops / (runs[r].ms * 1e9);
+  }
+}
+
 }  // namespace
 
 std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) {
   USP_CHECK(gpu_ladder_available(), "the attention ladder needs a CUDA device");
   const Device gpu = Device::cuda(0);
-  const std::int64_t B = s.batch, T = s.seq, H = s.heads, G = s.kv_heads, D = s.head_dim;
-  const Tensor q = random_tensor({B, T, H, D}, "ladder.q"), k = random_tensor({B, T, G, D}, "ladder.k"),
-               v = random_tensor({B, T, G, D}, "ladder.v"), dout = random_tensor({B, T, H, D}, "ladder.dout");
-  const Tensor qd = q.to(gpu), kd = k.to(gpu), vd = v.to(gpu), doutd = dout.to(gpu);
-  Tensor out_naive = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor out = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor lse = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor lse_naive = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
+  const std::int64_t B = s.batch, T = s.seq, H = s.heads, D = s.head_dim;
+  const LadderInputs in = make_inputs(s);
+  const Tensor qd = in.q.to(gpu), kd = in.k.to(gpu), vd = in.v.to(gpu), doutd = in.dout.to(gpu);
+  const Tensor q16d = in.q16.bits.to(gpu), k16d = in.k16.bits.to(gpu), v16d = in.v16.bits.to(gpu),
+               dout16d = in.dout16.bits.to(gpu);
+  LadderOutputs o = make_outputs(s, gpu);
   Tensor S = Tensor::empty({B, H, T, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor delta = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
   Tensor row_sum = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);  // rung 02's l
-  const Rounded q16 = round_to_bf16(q), k16 = round_to_bf16(k), v16 = round_to_bf16(v), dout16 = round_to_bf16(dout);
-  const Tensor q16d = q16.bits.to(gpu), k16d = k16.bits.to(gpu), v16d = v16.bits.to(gpu), dout16d = dout16.bits.to(gpu);
-  Tensor dq_tc = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor dk_tc = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor dv_tc = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor out_fa1 = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor lse_fa1 = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor out_tc = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor lse_tc = Tensor::empty({B, H, T}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor dq = Tensor::empty({B, T, H, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor dk = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
-  Tensor dv = Tensor::empty({B, T, G, D}, DType::f32, MemCategory::Temporary, gpu);
 
   attention::AttentionF32 a;
   a.B = s.batch, a.T = s.seq, a.H = s.heads, a.G = s.kv_heads, a.D = s.head_dim;
@@ -91,19 +153,19 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   a.q = qd.data<float>(), a.k = kd.data<float>(), a.v = vd.data<float>();
   attention::AttentionF32 naive = a;
-  naive.out = out_naive.data<float>(), naive.lse = lse_naive.data<float>();  // rung 01 writes its lse too
+  naive.out = o.out_naive.data<float>(), naive.lse = o.lse_naive.data<float>();  // rung 01 writes its lse too
   attention::AttentionF32 fa1 = a;
-  fa1.out = out_fa1.data<float>(), fa1.lse = lse_fa1.data<float>();
+  fa1.out = o.out_fa1.data<float>(), fa1.lse = o.lse_fa1.data<float>();
   attention::AttentionBf16 tc{a, q16d.data<std::uint16_t>(), k16d.data<std::uint16_t>(), v16d.data<std::uint16_t>()};
   tc.f.q = tc.f.k = tc.f.v = nullptr;
-  tc.f.out = out_tc.data<float>(), tc.f.lse = lse_tc.data<float>();
-  a.out = out.data<float>(), a.lse = lse.data<float>();
+  tc.f.out = o.out_tc.data<float>(), tc.f.lse = o.lse_tc.data<float>();
+  a.out = o.out.data<float>(), a.lse = o.lse.data<float>();
   const attention::AttentionBackwardBf16 tc_g{tc, dout16d.data<std::uint16_t>(), delta.data<float>(),
-                                              dq_tc.data<float>(), dk_tc.data<float>(), dv_tc.data<float>()};
+                                              o.dq_tc.data<float>(), o.dk_tc.data<float>(), o.dv_tc.data<float>()};
   attention::AttentionBackwardF32 g;
   g.f = a;
   g.dout = doutd.data<float>(), g.delta = delta.data<float>();
-  g.dq = dq.data<float>(), g.dk = dk.data<float>(), g.dv = dv.data<float>();
+  g.dq = o.dq.data<float>(), g.dk = o.dk.data<float>(), g.dv = o.dv.data<float>();
 
   std::vector<RungRun> runs = {{"01 naive forward"},
                                {"02 fa1 forward"},
@@ -119,37 +181,8 @@ std::vector<RungRun> run_gpu_ladder(const LadderShape& s, int reps, bool check) 
       [&] { attention::flash_forward_bf16_tc(tc); },
       [&] { attention::flash_backward_bf16_tc(tc_g); }};  // from rung 05's out and lse
   for (const auto& run : rung) run();
-  if (check) {
-    // The CPU's causal attention at positions 0..T-1: out and lse, then the gradients.
-    std::vector<std::int32_t> pos(static_cast<std::size_t>(T));
-    for (std::int64_t i = 0; i < T; ++i) pos[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
-    Tensor positions = Tensor::empty({T}, DType::i32);
-    std::copy(pos.begin(), pos.end(), positions.data<std::int32_t>());
-    Tensor ref_out = Tensor::empty({B, T, H, D}), ref_lse = Tensor::empty({B, H, T});
-    ops::attention_block_forward(q, k, v, positions, positions, ref_out, ref_lse);
-    Tensor rq = Tensor::empty({B, T, H, D}), rk = Tensor::empty({B, T, G, D}), rv = Tensor::empty({B, T, G, D});
-    ops::attention_backward(dout, q, k, v, Tensor(), rq, rk, rv);
-    runs[0].error = relative_error(out_naive, ref_out);
-    runs[1].error = std::max(relative_error(out_fa1, ref_out), relative_error(lse_fa1, ref_lse));
-    runs[2].error = std::max(relative_error(out, ref_out), relative_error(lse, ref_lse));
-    runs[3].error = std::max({relative_error(dq, rq), relative_error(dk, rk), relative_error(dv, rv)});
-    // Rung 05 against the fp32 attention of the rounded inputs: what is left is its own bf16 P.
-    Tensor ref16_out = Tensor::empty({B, T, H, D}), ref16_lse = Tensor::empty({B, H, T});
-    ops::attention_block_forward(q16.values, k16.values, v16.values, positions, positions, ref16_out, ref16_lse);
-    runs[4].error = std::max(relative_error(out_tc, ref16_out), relative_error(lse_tc, ref16_lse));
-    Tensor rq16 = Tensor::empty({B, T, H, D}), rk16 = Tensor::empty({B, T, G, D}), rv16 = Tensor::empty({B, T, G, D});
-    ops::attention_backward(dout16.values, q16.values, k16.values, v16.values, Tensor(), rq16, rk16, rv16);
-    runs[5].error = std::max({relative_error(dq_tc, rq16), relative_error(dk_tc, rk16), relative_error(dv_tc, rv16)});
-  }
-  if (reps > 0) {
-    const double forward_flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T) *
-                                 static_cast<double>(D) / 2.0;
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-      runs[r].ms = median_ms(rung[r], reps, gpu);
-      const bool backward = r == 3 || r == 5;
-      runs[r].tflops = (backward ? 2.5 : 1.0) * forward_flops / (runs[r].ms * 1e9);
-    }
-  }
+  if (check) check_rungs(runs, in, o);
+  if (reps > 0) time_rungs(runs, rung, reps, s, gpu);
   return runs;
 }
 

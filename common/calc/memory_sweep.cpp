@@ -163,4 +163,16 @@ void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows, std
   t.print(out);
 }
 
+void print_sweep_tables_by_recompute(std::ostream& out, const std::vector<SweepRow>& rows,
+                                     const std::vector<Recompute>& modes, std::int64_t seq,
+                                     const std::function<std::string(const TrainingSetup&)>& label) {
+  for (Recompute mode : modes) {
+    std::vector<SweepRow> of_mode;
+    for (const SweepRow& row : rows)
+      if (row.setup.recompute == mode) of_mode.push_back(row);
+    out << "  " << recompute_name(mode) << " recomputation:\n";
+    print_sweep_table(out, of_mode, seq, "layout", label);
+  }
+}
+
 }  // namespace usp::calc

@@ -72,6 +72,11 @@ MemorySweep figure_pp();
 // prints of its figure.
 void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows, std::int64_t seq,
                        const std::string& label_header, const std::function<std::string(const TrainingSetup&)>& label);
+// The same table once per recomputation mode of `modes`, each headed "  <mode> recomputation:"
+// and holding the rows of that mode (chapters 07 and 08, whose figures sweep the modes).
+void print_sweep_tables_by_recompute(std::ostream& out, const std::vector<SweepRow>& rows,
+                                     const std::vector<Recompute>& modes, std::int64_t seq,
+                                     const std::function<std::string(const TrainingSetup&)>& label);
 
 // The figures by name, for usp_calc --sweep: "memory_vs_seq", "recompute", "zero", "tp", "cp", "pp".
 std::vector<std::string> figure_names();
