@@ -1,7 +1,6 @@
 #include "chapters/08_pipeline_parallel/pp_trainer.hpp"
 
-#include <cstring>
-
+#include "common/comm/broadcast_double.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
 
@@ -21,17 +20,6 @@ void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& 
     throw UsageError("the mesh dp " + str(layout.dp) + " × pp " + str(layout.pp) + " = " + str(layout.world()) +
                      " ranks does not match the " + str(world_size) + " ranks of this run");
   (void)split_units(model, layout.pp * layout.v);
-}
-
-double share_loss(Communicator& comm, int root, double local) {
-  Tensor bits = Tensor::zeros({2}, DType::i32, MemCategory::Temporary);
-  if (comm.rank() == root) std::memcpy(bits.raw(), &local, sizeof local);
-  Tensor loss = bits.to(comm.device(), MemCategory::Temporary);  // the group's tensors live there
-  comm.broadcast(loss, root);
-  bits.copy_from(loss);
-  double out = 0;
-  std::memcpy(&out, bits.raw(), sizeof out);
-  return out;
 }
 
 PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout layout) : layout_(layout) {
@@ -67,7 +55,9 @@ PpStep PpTrainer::step(const std::vector<Batch>& micro_batches) {
   PpStep out;
   out.executed = executor_->run(micro_batches, 1.0f / static_cast<float>(layout_.m));
   // The last stage knows the losses: the replica's mean, to the other stages.
-  out.loss = share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
+  // The last stage's mean loss to every rank of the replica, over a communicator of its own, so
+  // that the pipeline group's counters hold exactly activations and gradients.
+  out.loss = broadcast_double(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   params_->average_grads(mesh_->dp());
   params_->step();
   synchronize_compute(cfg_device_);  // a GPU's queued work belongs to this step

@@ -1,7 +1,7 @@
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
 
-#include "chapters/07_context_parallel/cp_trainer.hpp"
-#include "chapters/08_pipeline_parallel/pp_trainer.hpp"
+#include "common/comm/broadcast_double.hpp"
+#include "common/data/tokens_at.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
 
@@ -62,10 +62,10 @@ Step5d Trainer5d::step(const std::vector<Batch>& micro_batches) {
   if (attention_) attention_->reset_work();
   std::vector<Batch> local;  // this rank's tokens of each sequence
   local.reserve(micro_batches.size());
-  for (const Batch& b : micro_batches) local.push_back(positions_.empty() ? b : ch07::local_tokens(b, positions_));
+  for (const Batch& b : micro_batches) local.push_back(positions_.empty() ? b : tokens_at(b, positions_));
   Step5d out;
   out.executed = executor_->run(local, 1.0f / static_cast<float>(layout_.m));
-  out.loss = ch08::share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
+  out.loss = broadcast_double(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   optimizer_->step();
   synchronize_compute(params_->store().device());  // a GPU's queued work belongs to this step
   return out;
