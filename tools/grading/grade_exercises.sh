@@ -81,7 +81,8 @@ verdict() {
   if grep -qF "exercise $id:" <<<"$stub"; then
     echo "not implemented yet ($(grep -F "exercise $id:" <<<"$stub" | head -n 1) still throws NotImplemented)"
   elif [[ -n "$stub" ]]; then
-    echo "waits for $(head -n 1 <<<"$stub" | grep -oE "[0-9]{2}\.[0-9]+"), not implemented yet"
+    echo "waits for $(grep -oE "^exercise [0-9]{2}\.[0-9]+" <<<"$stub" | cut -c10- | sort -u -V | paste -sd, - |
+                      sed 's/,/, /g'), not implemented yet"
   elif first="$(first_failure "$log" "$root")"; then
     echo "failed: $first" | cut -c1-400
   elif grep -qE '\*\*\*Timeout|Timeout +[0-9.]+ sec' "$log"; then
