@@ -3,14 +3,13 @@
 #include "common/data/tokens_at.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
+#include "common/train/training_comms.hpp"
 
 namespace usp::ch07 {
 
 CpTrainer::CpTrainer(Communicator& world, const TrainingConfig& cfg, CpLayout layout) : layout_(layout) {
   check_cp_layout(layout_, world.size(), cfg.model, cfg.seq);
-  USP_CHECK(world.device() == cfg.device,
-            "CpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
-                " (a GPU needs a device communicator: Runtime::make_world)");
+  check_world_device("CpTrainer", world, cfg.device);
   mesh_ = std::make_unique<Mesh>(
       world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .tp = layout_.tp, .cp = layout_.cp}));
   attention_ = make_cp_attention(layout_.attention, mesh_->cp(), layout_.sharding, cfg.model.heads / layout_.tp,

@@ -3,6 +3,7 @@
 #include "common/comm/broadcast_double.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
+#include "common/train/training_comms.hpp"
 
 namespace usp::ch08 {
 
@@ -25,9 +26,7 @@ void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& 
 PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout layout) : layout_(layout) {
   check_pp_layout(layout_, world.size(), cfg.model);
   cfg_device_ = cfg.device;
-  USP_CHECK(world.device() == cfg.device,
-            "PpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
-                " (a GPU needs a device communicator: Runtime::make_world)");
+  check_world_device("PpTrainer", world, cfg.device);
   schedule_ = make_schedule(layout_.schedule, layout_.pp, layout_.m, layout_.v);
   stages_ = split_units(cfg.model, schedule_.layout.num_stages());
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .pp = layout_.pp}));

@@ -4,14 +4,13 @@
 #include "common/data/tokens_at.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
+#include "common/train/training_comms.hpp"
 
 namespace usp::ch10 {
 
 Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d layout) : layout_(layout) {
   check_layout_5d(layout_, world.size(), cfg.model, cfg.seq);
-  USP_CHECK(world.device() == cfg.device,
-            "Trainer5d: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
-                " (a GPU needs a device communicator: Runtime::make_world)");
+  check_world_device("Trainer5d", world, cfg.device);
   schedule_ = ch08::make_schedule(layout_.schedule, layout_.pp, layout_.m, ch08::chunks_of(layout_.schedule, layout_.v));
   const std::vector<ch08::UnitRange> stages = ch08::split_units(cfg.model, schedule_.layout.num_stages());
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .tp = layout_.tp,
