@@ -1,6 +1,7 @@
 # Chapters and their exercises, in one build tree.
 #
-# usp_chapter(NN NAME [NO_EXERCISES] [SOURCES a.cpp ...] [VARIANT_SOURCES b.cpp ...] [LIBS ...])
+# usp_chapter(NN NAME [NO_EXERCISES] [SOURCES a.cpp ...] [VARIANT_SOURCES b.cpp ...] [LIBS ...]
+#             [EXERCISES_OF MM ...])
 #   usp_chNN             the chapter's own code: SOURCES (everything but main.cpp), compiled once
 #   usp_chNN_solution    the exercise functions from solutions/NN_NAME/ (the reference)
 #   usp_chNN_exercise    the same functions from exercises/NN_NAME/ (the student's files)
@@ -9,6 +10,9 @@
 #                        at a time (tests/mutants/); not part of `all`, built only by the runner
 #   chNN_NAME            build/bin/chNN_NAME: main.cpp + usp_chNN + usp_chNN_solution
 #   chNN_NAME_exercise   build/bin/exercises/chNN_NAME: main.cpp + usp_chNN + usp_chNN_exercise
+# EXERCISES_OF names earlier chapters whose exercise functions this chapter's code calls (chapter
+# 10's optimizer runs 05's ZeRO-1 step): each variant links theirs of the same kind, so the exercise
+# build runs the student's files of those chapters too (the mutant variant links their solutions).
 # VARIANT_SOURCES are chapter files compiled into each variant because they inline the exercise
 # code (chapter 11's kernels call the student's header-only device functions; the chapter sets
 # a compile definition on each variant to pick the bodies).
@@ -44,6 +48,21 @@ function(usp_variant_dir variant dir out)
   endif()
 endfunction()
 
+# The libraries of the chapters in EXERCISES_OF that a variant of chapter nn links: their exercise
+# functions, usp_chMM_<variant> (the solutions for the mutant variant, which mutates chapter nn only).
+function(usp_exercises_of nn variant out)
+  get_property(used GLOBAL PROPERTY USP_CH${nn}_EXERCISES_OF)
+  set(kind ${variant})
+  if(variant STREQUAL "mutant")
+    set(kind solution)
+  endif()
+  set(libs)
+  foreach(mm IN LISTS used)
+    list(APPEND libs usp_ch${mm}_${kind})
+  endforeach()
+  set(${out} ${libs} PARENT_SCOPE)
+endfunction()
+
 # The mutant copy starts as the solutions (copied once; the runner restores and patches it).
 function(usp_seed_mutant_dir dir)
   file(GLOB files RELATIVE ${PROJECT_SOURCE_DIR}/solutions/${dir} CONFIGURE_DEPENDS
@@ -57,13 +76,14 @@ function(usp_seed_mutant_dir dir)
 endfunction()
 
 function(usp_chapter nn name)
-  cmake_parse_arguments(CH "NO_EXERCISES" "" "SOURCES;VARIANT_SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(CH "NO_EXERCISES" "" "SOURCES;VARIANT_SOURCES;LIBS;EXERCISES_OF" ${ARGN})
   set(dir ${nn}_${name})
   set_property(GLOBAL PROPERTY USP_CH${nn}_NO_EXERCISES ${CH_NO_EXERCISES})
   # LIBS may name other chapters' OBJECT libraries (usp_ch06 usp_ch06_solution): their objects
   # reach only the targets that link them directly, so every executable and test of this chapter
   # links them too.
   set_property(GLOBAL PROPERTY USP_CH${nn}_LIBS ${CH_LIBS})
+  set_property(GLOBAL PROPERTY USP_CH${nn}_EXERCISES_OF ${CH_EXERCISES_OF})
 
   if(CH_SOURCES)
     add_library(usp_ch${nn} OBJECT ${CH_SOURCES})
@@ -112,8 +132,9 @@ function(usp_chapter nn name)
       set(exe ch${nn}_${name}_exercise)
       set(bin ${PROJECT_BINARY_DIR}/bin/exercises)
     endif()
+    usp_exercises_of(${nn} ${variant} used_libs)
     add_executable(${exe} ${PROJECT_SOURCE_DIR}/chapters/${dir}/main.cpp)
-    target_link_libraries(${exe} PRIVATE usp_ch${nn} ${impl} ${CH_LIBS})
+    target_link_libraries(${exe} PRIVATE usp_ch${nn} ${impl} ${CH_LIBS} ${used_libs})
     usp_warnings(${exe})
     set_target_properties(${exe} PROPERTIES OUTPUT_NAME ch${nn}_${name} RUNTIME_OUTPUT_DIRECTORY ${bin})
   endforeach()
@@ -138,9 +159,10 @@ function(usp_chapter_test nn)
 
   usp_exercise_variants(${nn} "${no_exercises}" variants)
   foreach(variant IN LISTS variants)
+    usp_exercises_of(${nn} ${variant} used_libs)
     if(variant STREQUAL "solution")
       usp_test(NAME ${T_NAME} SOURCES ${T_VARIANT_SOURCES} LABEL ch${nn} RANKS ${T_RANKS} ${timeout_arg}
-               LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_solution ${chapter_libs})
+               LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_solution ${chapter_libs} ${used_libs})
     else()
       set(label ex${nn})
       set(exclude)
@@ -149,7 +171,8 @@ function(usp_chapter_test nn)
         set(exclude EXCLUDE_FROM_ALL)
       endif()
       usp_test(NAME ${T_NAME}_${variant} SOURCES ${T_VARIANT_SOURCES} LABEL ${label} RANKS ${T_RANKS} ${timeout_arg}
-               ${exclude} CONFIGURATIONS ${variant}s LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_${variant} ${chapter_libs})
+               ${exclude} CONFIGURATIONS ${variant}s LIBS ${T_NAME}_objects usp_ch${nn} usp_ch${nn}_${variant} ${chapter_libs}
+               ${used_libs})
       if(variant STREQUAL "mutant")
         add_dependencies(usp_mutants_ch${nn} ${T_NAME}_mutant)
       endif()

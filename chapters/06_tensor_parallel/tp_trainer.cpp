@@ -2,14 +2,13 @@
 
 #include "chapters/06_tensor_parallel/tp_gather.hpp"
 #include "common/device.hpp"
+#include "common/train/training_comms.hpp"
 
 namespace usp::ch06 {
 
 TpTrainer::TpTrainer(Communicator& world, const TrainingConfig& cfg, TpLayout layout) : layout_(layout) {
   check_tp_layout(layout_, world.size(), cfg.model, cfg.mbs, cfg.seq);
-  USP_CHECK(world.device() == cfg.device,
-            "TpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
-                " (a GPU needs a device communicator: Runtime::make_world)");
+  check_world_device("TpTrainer", world, cfg.device);
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), layout_.mesh_sizes()));
   tp_quiet_ = mesh_->tp().split(0, mesh_->tp().rank());
   ops_ = std::make_unique<MegatronTp>(mesh_->tp(), layout_.sp, cfg.model.vocab);

@@ -1,9 +1,9 @@
 #include "chapters/08_pipeline_parallel/pp_trainer.hpp"
 
-#include <cstring>
-
+#include "common/comm/broadcast_double.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
+#include "common/train/training_comms.hpp"
 
 namespace usp::ch08 {
 
@@ -23,23 +23,10 @@ void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& 
   (void)split_units(model, layout.pp * layout.v);
 }
 
-double share_loss(Communicator& comm, int root, double local) {
-  Tensor bits = Tensor::zeros({2}, DType::i32, MemCategory::Temporary);
-  if (comm.rank() == root) std::memcpy(bits.raw(), &local, sizeof local);
-  Tensor loss = bits.to(comm.device(), MemCategory::Temporary);  // the group's tensors live there
-  comm.broadcast(loss, root);
-  bits.copy_from(loss);
-  double out = 0;
-  std::memcpy(&out, bits.raw(), sizeof out);
-  return out;
-}
-
 PpTrainer::PpTrainer(Communicator& world, const TrainingConfig& cfg, PpLayout layout) : layout_(layout) {
   check_pp_layout(layout_, world.size(), cfg.model);
   cfg_device_ = cfg.device;
-  USP_CHECK(world.device() == cfg.device,
-            "PpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
-                " (a GPU needs a device communicator: Runtime::make_world)");
+  check_world_device("PpTrainer", world, cfg.device);
   schedule_ = make_schedule(layout_.schedule, layout_.pp, layout_.m, layout_.v);
   stages_ = split_units(cfg.model, schedule_.layout.num_stages());
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .pp = layout_.pp}));
@@ -67,7 +54,9 @@ PpStep PpTrainer::step(const std::vector<Batch>& micro_batches) {
   PpStep out;
   out.executed = executor_->run(micro_batches, 1.0f / static_cast<float>(layout_.m));
   // The last stage knows the losses: the replica's mean, to the other stages.
-  out.loss = share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
+  // The last stage's mean loss to every rank of the replica, over a communicator of its own, so
+  // that the pipeline group's counters hold exactly activations and gradients.
+  out.loss = broadcast_double(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   params_->average_grads(mesh_->dp());
   params_->step();
   synchronize_compute(cfg_device_);  // a GPU's queued work belongs to this step

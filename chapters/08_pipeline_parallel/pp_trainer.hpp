@@ -37,11 +37,6 @@ struct PpLayout {
 // take (p, m, v) is make_schedule's to refuse (the trainer's constructor calls it).
 void check_pp_layout(const PpLayout& layout, int world_size, const ModelConfig& model);
 
-// The last stage's mean loss, given to every rank of comm bit for bit (a double in two i32
-// elements; `local` matters on root only). The trainers pass a communicator of their own over the
-// pipeline's ranks, so that the pipeline group's counters hold exactly activations and gradients.
-double share_loss(Communicator& comm, int root, double local);
-
 // What one step did on this rank.
 struct PpStep {
   double loss = 0;  // the replica's mean loss over its micro-batches (the same on every rank of the replica)

@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/ops/ops.hpp"
+#include "common/train/training_comms.hpp"
 
 namespace usp::ch09 {
 
@@ -27,9 +28,7 @@ void check_ep_layout(const EpLayout& layout, int world_size, const ModelConfig& 
 
 EpTrainer::EpTrainer(Communicator& world, const TrainingConfig& cfg, EpLayout layout) : layout_(layout) {
   check_ep_layout(layout_, world.size(), cfg.model);
-  USP_CHECK(world.device() == cfg.device,
-            "EpTrainer: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
-                " (a GPU needs a device communicator: Runtime::make_world)");
+  check_world_device("EpTrainer", world, cfg.device);
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .ep = layout_.ep}));
   experts_ = std::make_unique<AllToAllExperts>(mesh_->ep(), cfg.model.experts);
   StoreLayout store_layout;

@@ -1,6 +1,6 @@
 #include "chapters/10_5d_parallelism/layout_5d.hpp"
 
-#include "chapters/07_context_parallel/cp_trainer.hpp"
+#include "chapters/07_context_parallel/cp_mesh_layout.hpp"
 #include "chapters/08_pipeline_parallel/stage_split.hpp"
 #include "common/error.hpp"
 #include "common/model/params.hpp"

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "chapters/05_zero/shard_layout.hpp"
+#include "chapters/05_zero/zero1_step.hpp"
 #include "common/error.hpp"
 #include "common/ops/ops.hpp"
 
@@ -26,35 +28,29 @@ StageOptimizer::StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg
     }
   if (zero_ == 0) return;
   USP_CHECK(zero_ == 1 && expert_runs_.empty(), "StageOptimizer: ZeRO-1 of a dense model only");
-  // The packed vector: the held units one after the other.
-  std::int64_t total = 0;
+  // The packed vector: the held units one after the other; its parameters' infos, moved there
+  // (which elements get weight decay).
+  std::vector<ParamInfo> packed_infos;
   for (int u : params_.units()) {
-    packed_offset_.push_back(total);
     const auto [begin, end] = store.unit_range(u);
-    total += end - begin;
+    packed_offset_.push_back(packed_);
+    for (const ParamInfo& p : store.infos())
+      if (p.unit == u) {
+        packed_infos.push_back(p);
+        packed_infos.back().offset = p.offset - begin + packed_;
+      }
+    packed_ += end - begin;
   }
-  const std::int64_t d = replicas_.size(), r = replicas_.rank();
-  shard_ = (total + d - 1) / d;
-  const std::int64_t lo = std::min(total, r * shard_), hi = std::min(total, lo + shard_);
-  for (std::size_t i = 0; i < params_.units().size(); ++i) {
-    const int u = params_.units()[i];
-    const auto [begin, end] = store.unit_range(u);
-    const std::int64_t a = std::max(lo, packed_offset_[i]), b = std::min(hi, packed_offset_[i] + (end - begin));
-    if (a >= b) continue;
-    Piece p{u, a - packed_offset_[i], a - lo, b - a, nullptr};
-    const Tensor values = store.unit_params(u).slice(p.in_unit, p.in_unit + p.length);
-    p.adam = std::make_unique<AdamW>(store.infos(), cfg, begin + p.in_unit, begin + p.in_unit + p.length, values);
-    pieces_.push_back(std::move(p));
-  }
+  const ch05::Shard shard = ch05::shard_of(packed_, replicas_.size(), replicas_.rank());
+  padded_ = shard.size * replicas_.size();
+  shard_adam_ = std::make_unique<AdamW>(packed_infos, cfg, shard.begin, shard.owned_end(),
+                                        pack(false, shard.begin, shard.owned_end()));
 }
 
 StageOptimizer::~StageOptimizer() = default;
 
 std::int64_t StageOptimizer::state_elements() const {
-  if (zero_ == 0) return params_.numel();
-  std::int64_t n = 0;
-  for (const Piece& p : pieces_) n += p.length;
-  return n;
+  return zero_ == 0 ? params_.numel() : shard_adam_->end() - shard_adam_->begin();
 }
 
 void StageOptimizer::step() {
@@ -93,31 +89,28 @@ void StageOptimizer::average_gradients() {
   }
 }
 
+Tensor StageOptimizer::pack(bool grads, std::int64_t begin, std::int64_t end) {
+  ParamStore& store = params_.store();
+  Tensor packed = Tensor::zeros({end - begin}, store.dtype(), MemCategory::CommBuffer, store.device());
+  for (std::size_t i = 0; i < params_.units().size(); ++i) {
+    const int u = params_.units()[i];
+    const Tensor& from = grads ? store.unit_grads(u) : store.unit_params(u);
+    const std::int64_t a = std::max(begin, packed_offset_[i]), b = std::min(end, packed_offset_[i] + from.numel());
+    if (a < b) packed.slice(a - begin, b - begin).copy_from(from.slice(a - packed_offset_[i], b - packed_offset_[i]));
+  }
+  return packed;
+}
+
 void StageOptimizer::zero1_step() {
   ParamStore& store = params_.store();
-  const std::vector<int>& units = params_.units();
-  const std::int64_t d = replicas_.size();
-  // Gradients: packed, reduce-scattered (averaged) into this rank's shard.
-  Tensor packed = Tensor::zeros({d * shard_}, store.dtype(), MemCategory::CommBuffer, store.device());
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    const Tensor& g = store.unit_grads(units[i]);
-    packed.slice(packed_offset_[i], packed_offset_[i] + g.numel()).copy_from(g);
-  }
-  Tensor grad_shard = Tensor::empty({shard_}, store.dtype(), MemCategory::CommBuffer, store.device());
-  replicas_.reduce_scatter(packed, grad_shard, ReduceOp::avg);
-  // The update of the shard, piece by piece (each piece lies in one unit's buffer).
-  Tensor value_shard = Tensor::zeros({shard_}, store.dtype(), MemCategory::CommBuffer, store.device());
-  for (Piece& p : pieces_) {
-    Tensor values = store.unit_params(p.unit).slice(p.in_unit, p.in_unit + p.length);
-    p.adam->step_range(values, grad_shard.slice(p.in_shard, p.in_shard + p.length));
-    value_shard.slice(p.in_shard, p.in_shard + p.length).copy_from(values);
-  }
+  // [dp·cp·S]: the held units' parameters and local gradients, packed, then the padding's zeros.
+  Tensor values = pack(false, 0, padded_), grads = pack(true, 0, padded_);
+  Tensor reduced = Tensor::empty({padded_ / replicas_.size()}, store.dtype(), MemCategory::CommBuffer, store.device());
+  (void)ch05::zero1_step(replicas_, ch05::FlatParams(values, packed_), *shard_adam_, grads, reduced);
   // Every replica's updated shard, back into the units.
-  packed.zero();
-  replicas_.all_gather(value_shard, packed);
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    Tensor& w = store.unit_params(units[i]);
-    w.copy_from(packed.slice(packed_offset_[i], packed_offset_[i] + w.numel()));
+  for (std::size_t i = 0; i < params_.units().size(); ++i) {
+    Tensor& w = store.unit_params(params_.units()[i]);
+    w.copy_from(values.slice(packed_offset_[i], packed_offset_[i] + w.numel()));
   }
 }
 

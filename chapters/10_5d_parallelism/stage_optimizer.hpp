@@ -10,11 +10,11 @@
 // the mean (chapter 09).
 //
 // ZeRO 0: every rank all-reduces (averages) its gradients and updates all it holds.
-// ZeRO 1: the rank's held units, concatenated in unit order (N elements), are cut into dp·cp
-//   shards of ceil(N / dp·cp) (the calculator's shard; the last ones shorter or empty). A
-//   reduce-scatter leaves each replica its shard of the averaged gradient, it updates that shard
-//   with the only Adam states it keeps, and an all-gather brings every replica the updated
-//   parameters. The packed gradients and parameters travel in communication buffers.
+// ZeRO 1: chapter 05's step (exercise 05.1, zero1_step.hpp) over the dp·cp group. Its flat
+//   parameter vector is the rank's held units packed in unit order (Ψ_s elements, padded to
+//   dp·cp·S, S = ceil(Ψ_s / dp·cp): the calculator's shard); the rank keeps the Adam states of its
+//   shard only. The packed parameters and gradients are communication buffers of one step, copied
+//   from and back into the units' own buffers.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,22 +40,21 @@ class StageOptimizer {
   std::int64_t state_elements() const;  // parameters whose Adam states this rank keeps
 
  private:
-  struct Piece {  // ZeRO-1: the part of one unit inside this rank's shard
-    int unit = 0;
-    std::int64_t in_unit = 0, in_shard = 0, length = 0;
-    std::unique_ptr<AdamW> adam;
-  };
   ch08::StageParams& params_;
   int zero_;
   Communicator& replicas_;
   Communicator* expert_replicas_;
   // [unit] -> runs [begin, end) of expert parameters inside the unit's buffer.
   std::vector<std::pair<int, std::vector<std::pair<std::int64_t, std::int64_t>>>> expert_runs_;
-  std::vector<std::int64_t> packed_offset_;  // [units]: where each unit starts in the packed vector
-  std::int64_t shard_ = 0;                   // ZeRO-1 shard length
-  std::vector<Piece> pieces_;
+  // ZeRO-1: where each held unit starts in the packed vector [units], its real and padded lengths,
+  // and the AdamW of this rank's shard (in packed coordinates).
+  std::vector<std::int64_t> packed_offset_;
+  std::int64_t packed_ = 0, padded_ = 0;
+  std::unique_ptr<AdamW> shard_adam_;
 
   void average_gradients();
+  // Elements [begin, end) of the packed parameters (or gradients), zeros past the held units.
+  Tensor pack(bool grads, std::int64_t begin, std::int64_t end);
   void zero1_step();
 };
 

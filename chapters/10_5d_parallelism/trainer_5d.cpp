@@ -1,17 +1,16 @@
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
 
-#include "chapters/07_context_parallel/cp_trainer.hpp"
-#include "chapters/08_pipeline_parallel/pp_trainer.hpp"
+#include "common/comm/broadcast_double.hpp"
+#include "common/data/tokens_at.hpp"
 #include "common/device.hpp"
 #include "common/error.hpp"
+#include "common/train/training_comms.hpp"
 
 namespace usp::ch10 {
 
 Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d layout) : layout_(layout) {
   check_layout_5d(layout_, world.size(), cfg.model, cfg.seq);
-  USP_CHECK(world.device() == cfg.device,
-            "Trainer5d: the model lives on " + cfg.device.str() + " but the world's tensors on " + world.device().str() +
-                " (a GPU needs a device communicator: Runtime::make_world)");
+  check_world_device("Trainer5d", world, cfg.device);
   schedule_ = ch08::make_schedule(layout_.schedule, layout_.pp, layout_.m, ch08::chunks_of(layout_.schedule, layout_.v));
   const std::vector<ch08::UnitRange> stages = ch08::split_units(cfg.model, schedule_.layout.num_stages());
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .tp = layout_.tp,
@@ -62,10 +61,10 @@ Step5d Trainer5d::step(const std::vector<Batch>& micro_batches) {
   if (attention_) attention_->reset_work();
   std::vector<Batch> local;  // this rank's tokens of each sequence
   local.reserve(micro_batches.size());
-  for (const Batch& b : micro_batches) local.push_back(positions_.empty() ? b : ch07::local_tokens(b, positions_));
+  for (const Batch& b : micro_batches) local.push_back(positions_.empty() ? b : tokens_at(b, positions_));
   Step5d out;
   out.executed = executor_->run(local, 1.0f / static_cast<float>(layout_.m));
-  out.loss = ch08::share_loss(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
+  out.loss = broadcast_double(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   optimizer_->step();
   synchronize_compute(params_->store().device());  // a GPU's queued work belongs to this step
   return out;

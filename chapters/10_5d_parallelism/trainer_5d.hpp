@@ -13,7 +13,8 @@
 //   EP (chapter 09)  a mixture of experts' experts spread over ep of the dp ranks (all-to-all of
 //                    token rows in every MoE layer);
 //   DP (chapter 04)  replicas take their own micro-batches; StageOptimizer averages the gradients
-//                    over the dp·cp ranks of a (tp, pp) coordinate, optionally ZeRO-1 (chapter 05).
+//                    over the dp·cp ranks of a (tp, pp) coordinate, or runs chapter 05's ZeRO-1
+//                    step (exercise 05.1) over them.
 //
 // Every rank of replica d (its dp coordinate) is given the same m micro-batches of mbs whole
 // sequences (the data rule's samples d·m·mbs ..); a CP rank keeps its tokens of each. Each

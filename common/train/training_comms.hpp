@@ -34,4 +34,8 @@ class TrainingComms {
   std::unique_ptr<Communicator> device_;
 };
 
+// Error unless a trainer's world carries its tensors on the model's device: a model on a GPU needs
+// tensors() (a device communicator), not the CPU world. `trainer` names the trainer in the message.
+void check_world_device(const char* trainer, const Communicator& world, Device model_device);
+
 }  // namespace usp

@@ -9,7 +9,7 @@
 
 namespace usp::ch05 {
 
-double zero1_step(Communicator& /*dp*/, ParamStore& /*params*/, AdamW& /*optimizer*/, const Tensor& /*grads*/,
+double zero1_step(Communicator& /*dp*/, FlatParams /*params*/, AdamW& /*optimizer*/, const Tensor& /*grads*/,
                   Tensor& /*reduced*/) {
   throw NotImplemented("exercise 05.1: zero1_step (the ZeRO-1 step)");
 }

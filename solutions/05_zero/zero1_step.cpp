@@ -16,7 +16,7 @@ std::string range(std::int64_t begin, std::int64_t end) {
 
 // Everything is checked before the first collective: a rank that throws inside one would leave
 // the others waiting. The sizes are the same on every rank, so every rank throws alike.
-Shard checked_shard(const Communicator& dp, const ParamStore& params, const AdamW& optimizer, const Tensor& grads,
+Shard checked_shard(const Communicator& dp, const FlatParams& params, const AdamW& optimizer, const Tensor& grads,
                     const Tensor& reduced) {
   const std::int64_t padded = params.padded_numel(), ranks = dp.size();
   if (padded % ranks != 0)
@@ -43,7 +43,7 @@ Shard checked_shard(const Communicator& dp, const ParamStore& params, const Adam
 
 }  // namespace
 
-double zero1_step(Communicator& dp, ParamStore& params, AdamW& optimizer, const Tensor& grads, Tensor& reduced) {
+double zero1_step(Communicator& dp, FlatParams params, AdamW& optimizer, const Tensor& grads, Tensor& reduced) {
   const Shard shard = checked_shard(dp, params, optimizer, grads, reduced);
   Tensor& flat = params.padded_flat();
 

@@ -15,6 +15,7 @@
 #include "chapters/07_context_parallel/cp_run.hpp"
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 #include "common/comm/comm_volume.hpp"
+#include "common/data/tokens_at.hpp"
 #include "common/device.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/rng.hpp"
@@ -371,13 +372,13 @@ TEST_CASE("check_cp_layout refuses what cannot run, with one message", "[ch07]")
                     Catch::Contains("does not match the"));
 }
 
-TEST_CASE("local_tokens takes a rank's tokens of every sequence at its positions", "[ch07]") {
+TEST_CASE("tokens_at takes a rank's tokens of every sequence at its positions", "[ch07]") {
   Batch b{Tensor::empty({2, 8}, DType::i32), Tensor::empty({2, 8}, DType::i32)};
   for (std::int32_t i = 0; i < 16; ++i) {
     b.inputs.data<std::int32_t>()[i] = i;
     b.targets.data<std::int32_t>()[i] = 100 + i;
   }
-  const Batch mine = local_tokens(b, {1, 2, 5, 6});  // zig-zag rank 1 of 2: chunks 1 and 2
+  const Batch mine = tokens_at(b, {1, 2, 5, 6});  // zig-zag rank 1 of 2: chunks 1 and 2
   REQUIRE(mine.inputs.shape() == Shape{2, 4});
   std::vector<std::int32_t> in(mine.inputs.data<std::int32_t>(), mine.inputs.data<std::int32_t>() + 8);
   std::vector<std::int32_t> tg(mine.targets.data<std::int32_t>(), mine.targets.data<std::int32_t>() + 8);

@@ -29,7 +29,14 @@ if [[ -n "$only" ]]; then
   [[ " ${ids[*]} " == *" $nn.$only "* ]] ||
     { echo "grade: chapter $nn has no exercise $nn.$only (its exercises: ${ids[*]})" >&2; exit 2; }
 fi
-stub_patterns="$(grep -ohE "\"exercise ${nn}\.[0-9]+: [^\"(]+" "$exdir"/* | tr -d '"' | sed -E 's/ +(—.*)?$//' | sort -u)"
+# The stubs' messages of this chapter and of the earlier chapters whose exercise functions its code
+# calls (EXERCISES_OF in its CMakeLists.txt: chapter 10 runs 05's ZeRO-1 step), whose stubs its
+# exercise variant links too.
+used="$(grep -ohE 'EXERCISES_OF( +[0-9]{2})+' "$root/chapters/${exdir##*/}/CMakeLists.txt" | grep -oE '[0-9]{2}' || true)"
+stub_files=("$exdir"/*)
+for mm in $used; do stub_files+=("$root"/exercises/"$mm"_*/*); done
+stub_patterns="$(grep -ohE "\"exercise [0-9]{2}\.[0-9]+: [^\"(]+" "${stub_files[@]}" | tr -d '"' |
+                 sed -E 's/ +(—.*)?$//' | sort -u)"
 
 logs="$build/Testing/grades"
 mkdir -p "$logs"
@@ -74,7 +81,8 @@ verdict() {
   if grep -qF "exercise $id:" <<<"$stub"; then
     echo "not implemented yet ($(grep -F "exercise $id:" <<<"$stub" | head -n 1) still throws NotImplemented)"
   elif [[ -n "$stub" ]]; then
-    echo "waits for $(head -n 1 <<<"$stub" | grep -oE "${nn}\.[0-9]+"), not implemented yet"
+    echo "waits for $(grep -oE "^exercise [0-9]{2}\.[0-9]+" <<<"$stub" | cut -c10- | sort -u -V | paste -sd, - |
+                      sed 's/,/, /g'), not implemented yet"
   elif first="$(first_failure "$log" "$root")"; then
     echo "failed: $first" | cut -c1-400
   elif grep -qE '\*\*\*Timeout|Timeout +[0-9.]+ sec' "$log"; then
