@@ -72,7 +72,15 @@ VariantRunner::VariantRunner(Communicator& metrics, RunnerSettings settings)
   const calc::FlopsEstimate f = calc::flops_per_step(calc_setup(settings_.config));
   // The model FLOPs of one token (the estimate's tokens are one micro-batch), times the step's.
   flops_per_step_ = f.model / static_cast<double>(f.tokens) * static_cast<double>(settings_.tokens_per_step);
-  if (!settings_.progress.quiet && metrics_.rank() == 0) peak_flops_ = peak_flops(settings_.config.device);
+  if (!settings_.progress.quiet) {
+    // Every rank measures at the same time, so the rate is what one rank's products reach while
+    // all ranks compute, as in the steps (on cores the ranks share, a share of one core): measured
+    // by rank 0 alone while the others wait, it is too high or too low with the waiting ranks'
+    // polling, and MFU can pass 100 %. The mean over the ranks.
+    metrics_.barrier();
+    const std::vector<double> all = report::gather_rows(metrics_, peak_flops(settings_.config.device));
+    for (double p : all) peak_flops_ += p / static_cast<double>(all.size());
+  }
 }
 
 VariantRun VariantRunner::run(const TrainingVariant& v) {

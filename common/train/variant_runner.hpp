@@ -20,8 +20,8 @@
 //            variant.validation(step), untimed and untraced; not finite: the same fatal error
 //     rank 0, unless --quiet: "  <name>: " and the progress line of step_progress.hpp (the loss,
 //            rank 0's step time, tokens/s total and per rank, the MFU of the step's model FLOPs
-//            (calc/flops_model.hpp) against the ranks' matmul_peak.hpp, measured once, and the
-//            val_loss of the steps that evaluated it)
+//            (calc/flops_model.hpp) against the ranks' matmul_peak.hpp, measured once by every
+//            rank at the same time (the mean), and the val_loss of the steps that evaluated it)
 //   the device is synchronised (queued GPU work belongs to the measured time): seconds
 //   variant.after_steps()                 the chapter's measurements of the trained state
 //   traced: the trace is written to <trace_dir>/<trace_name>.{json,csv} (over metrics)
@@ -104,7 +104,7 @@ class VariantRunner {
   Communicator& metrics_;
   RunnerSettings settings_;
   double flops_per_step_ = 0;  // model FLOPs of one step, every rank's
-  double peak_flops_ = 0;      // one rank's; 0 when quiet (not measured)
+  double peak_flops_ = 0;      // one rank's (the mean over the ranks); 0 when quiet (not measured)
   std::vector<VariantRun> runs_;
 };
 
