@@ -121,6 +121,11 @@ Cli& Cli::add_flag(const std::string& name, const std::string& help) {
   return *this;
 }
 
+Cli& Cli::refuse(const std::string& name, const std::string& why) {
+  refused_.emplace_back(name, why);
+  return *this;
+}
+
 Cli& Cli::add_common(const std::string& default_out) {
   add_int("seed", 1234, "seed of every random number (weights, data)", 0);
   add_string("device", "auto",
@@ -205,8 +210,12 @@ void Cli::parse(int argc, const char* const* argv) {
     throw UsageError(std::string(e.what()) + " (see --help)");
   }
   for (const std::string& arg : app.remaining()) {
-    if (arg.rfind("--", 0) == 0 && arg.size() > 2)
-      throw UsageError("unknown flag " + arg.substr(0, arg.find('=')) + " (see --help)");
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+      const std::string flag = arg.substr(0, arg.find('='));
+      for (const auto& [name, why] : refused_)
+        if (flag == "--" + name) throw UsageError(flag + ": " + why);
+      throw UsageError("unknown flag " + flag + " (see --help)");
+    }
     throw UsageError("unexpected argument '" + arg + "' (flags look like --name value; see --help)");
   }
   help_ = n < argc;

@@ -3,6 +3,7 @@
 // naming the flag, what it expects and what it got (usp::UsageError), e.g.
 //   error: --steps must be >= 1, got 0
 //   error: unknown flag --stpes (see --help)
+//   error: --eval-every: nothing trains here ... (a flag other executables take, refused with why)
 // Forms accepted: --name value, --name=value, and --flag for booleans. Integers accept the
 // suffixes K, M, G (powers of 1024), so --max-bytes 64M works; a value beyond 64 bits is out of
 // range like any other, never wrapped.
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace usp {
@@ -28,6 +30,9 @@ class Cli {
   Cli& add_choice(const std::string& name, const std::string& def,
                   const std::vector<std::string>& choices, const std::string& help);
   Cli& add_flag(const std::string& name, const std::string& help);  // false unless given
+  // A flag other executables of the course take and this one does not: given (with or without a
+  // value), it is the UsageError "--name: why" instead of "unknown flag"; --help does not list it.
+  Cli& refuse(const std::string& name, const std::string& why);
 
   // The flags every executable shares: --seed, --device (auto|cpu|cuda[:N]),
   // --backend (auto|mpi|nccl|host-staged), --out DIR.
@@ -72,6 +77,7 @@ class Cli {
 
   std::string program_, summary_;
   std::vector<Option> options_;  // in declaration order
+  std::vector<std::pair<std::string, std::string>> refused_;  // (name, why)
   bool help_ = false;
 };
 

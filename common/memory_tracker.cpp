@@ -1,5 +1,6 @@
 #include "common/memory_tracker.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -122,6 +123,28 @@ void MemoryTracker::reset_peak() {
   std::lock_guard<std::mutex> lock(mu_);
   for (int i = 0; i < kNumMemCategories; ++i) peak_.bytes[i] = current_[0].bytes[i] + current_[1].bytes[i];
   peak_total_ = peak_.total();
+}
+
+MemoryTracker::Unmeasured::Unmeasured() {
+  MemoryTracker& t = MemoryTracker::instance();
+  std::lock_guard<std::mutex> lock(t.mu_);
+  peak_ = t.peak_;
+  peak_total_ = t.peak_total_;
+  recording_ = t.recording_;
+  t.recording_ = false;
+}
+
+MemoryTracker::Unmeasured::~Unmeasured() {
+  MemoryTracker& t = MemoryTracker::instance();
+  std::lock_guard<std::mutex> lock(t.mu_);
+  std::int64_t total = 0;
+  for (int i = 0; i < kNumMemCategories; ++i) {
+    const std::int64_t now = t.current_[0].bytes[i] + t.current_[1].bytes[i];
+    t.peak_.bytes[i] = std::max(peak_.bytes[i], now);
+    total += now;
+  }
+  t.peak_total_ = std::max(peak_total_, total);
+  t.recording_ = recording_;
 }
 
 void MemoryTracker::record_timeline(bool on) {

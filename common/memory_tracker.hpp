@@ -52,6 +52,25 @@ class MemoryTracker {
   std::int64_t peak_total() const;
   void reset_peak();  // peaks restart from the current counts
 
+  // Work a measurement leaves out (a held-out evaluation between training steps,
+  // common/train/validation_loss.hpp). While one lives, allocations count in current() as ever
+  // and a recording timeline is paused; at its end the peaks are those from before it, continued
+  // from the counts after it (each category and the total): the peaks of a run without the work,
+  // exactly, when the work releases what it allocates.
+  //   { MemoryTracker::Unmeasured off_the_books; val = validation_loss(...); }
+  class Unmeasured {
+   public:
+    Unmeasured();
+    ~Unmeasured();
+    Unmeasured(const Unmeasured&) = delete;
+    Unmeasured& operator=(const Unmeasured&) = delete;
+
+   private:
+    MemCounts peak_;
+    std::int64_t peak_total_;
+    bool recording_;
+  };
+
   // Timeline recording (off by default; each event costs a little).
   void record_timeline(bool on);
   void mark(const std::string& label);  // a phase boundary on the timeline

@@ -6,12 +6,16 @@
 //   3. A few training steps with the tracker's timeline on (forward / backward / optimizer),
 //      the playbook's memory profile: activations climb through forward and fall through
 //      backward, gradients appear in the first backward, optimizer states at the first step.
+//      Each step prints the progress line (step_progress.hpp); --eval-every N evaluates the
+//      held-out loss (summary.json's results.validation) outside the measured memory: the
+//      timeline pauses and the peaks leave it out (MemoryTracker::Unmeasured).
 //   4. The analytic calculator beside the measurement, and its sweep for Llama-3.1 8B / 70B /
 //      405B over sequence lengths (the playbook's stacked-memory figure).
 // Writes <out>/summary.json, breakdown.csv, memory_timeline.csv and memory_vs_seq.csv
 // (plots/ch01_memory_timeline.py and plots/ch01_memory_vs_seq.py draw them).
 //
 //   build/bin/ch01_memory [--model usp-small] [--seq 128] [--mbs 8] [--steps 3] [--precision bf16]
+//                         [--eval-every 1] [--quiet]
 //   ./usp run 01
 #include <chrono>
 #include <cstdio>
@@ -26,8 +30,12 @@
 #include "common/data/dataset.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/finite_loss.hpp"
+#include "common/train/matmul_peak.hpp"
+#include "common/train/step_progress.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 #include "chapters/01_memory/memory_report.hpp"
 
 namespace {
@@ -39,16 +47,23 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch01_memory", "memory of one training step: parameters, gradients, optimizer states, activations");
   cli.add_common("out/01_memory");
   add_training_flags(cli, {"usp-small", 128, 8, 3, 3e-3, {"none"}});
+  add_progress_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   const TrainingConfig& cfg = in.config;
   const Dataset& data = *in.data;
   rt.require(rt.size() == 1, "chapter 01 runs on one device: launch it without mpirun (or with -np 1)");
+  ProgressFlags progress;
+  rt.agree([&] {
+    progress = progress_flags_from(cli);
+    if (progress.eval_every > 0) check_validation_data(data, progress.eval_batches, cfg.mbs, cfg.seq);
+  });
   const std::string out = cli.get_string("out");
   const ModelConfig& mc = cfg.model;
   std::cout << "ch01_memory: " << mc.str() << ", seq " << cfg.seq << ", micro-batch " << cfg.mbs << ", "
             << dtype_name(cfg.dtype) << ", data " << data.spec() << ", on " << cfg.device.str() << "\n\n";
 
+  const double peak_flops = progress.quiet ? 0 : matmul_peak_flops(cfg.device);
   auto& tracker = MemoryTracker::instance();
   tracker.record_timeline(true);
   tracker.mark("start");
@@ -61,10 +76,13 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::unique_ptr<AdamW> optimizer;
 
   // 3. Training steps with the timeline; 2. is measured during the first forward.
-  std::vector<double> losses;
+  std::vector<double> losses, val_losses;
+  std::vector<std::int64_t> val_steps;
   LayerMeasurement layer;
+  double eval_seconds = 0;  // left out of the tokens/s
   const auto t0 = std::chrono::steady_clock::now();
   for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const auto ts = std::chrono::steady_clock::now();
     const Batch batch = data.batch(step, 0, cfg.mbs, cfg.seq);
     tracker.mark("forward");
     const double loss = model.forward(batch.inputs, batch.targets);
@@ -76,10 +94,25 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     optimizer->step(params);
     params.zero_grad();
     losses.push_back(loss);
-    std::printf("step %3lld  loss %.4f\n", static_cast<long long>(step), loss);
+    require_finite_loss(loss, step);
+    synchronize(cfg.device);
+    StepProgress line{step, loss, std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count(),
+                      cfg.tokens_per_micro_batch(), 1, static_cast<double>(model.flops().model()), peak_flops};
+    if (progress.evaluates(step, cfg.steps)) {
+      const auto te = std::chrono::steady_clock::now();
+      {
+        const MemoryTracker::Unmeasured off_the_books;  // the timeline and the peaks are the steps'
+        line.val_loss = validation_loss(model, data, progress.eval_batches, cfg.mbs, cfg.seq);
+      }
+      require_finite_loss(line.val_loss, step, "validation loss");
+      val_steps.push_back(step);
+      val_losses.push_back(line.val_loss);
+      eval_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - te).count();
+    }
+    if (!progress.quiet) std::printf("  %s\n", progress_line(line).c_str());
   }
   synchronize(cfg.device);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - eval_seconds;
   tracker.mark("end");
   tracker.record_timeline(false);
 
@@ -96,7 +129,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "01_memory", .losses = losses,
                           .tokens_per_second = static_cast<double>(cfg.steps * cfg.tokens_per_micro_batch()) / seconds,
-                          .flags_json = cli.values_json(), .chapter_json = results_json(breakdown, layer)});
+                          .flags_json = cli.values_json(),
+                          .chapter_json = results_json(breakdown, layer, val_steps, val_losses)});
   std::cout << "\nwrote " << out << "/summary.json, breakdown.csv, memory_timeline.csv, memory_vs_seq.csv\n";
   return breakdown.all_match() ? 0 : 1;
 }

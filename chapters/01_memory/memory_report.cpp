@@ -6,6 +6,7 @@
 #include "common/calc/memory_model.hpp"
 #include "common/json.hpp"
 #include "common/report/table.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch01 {
 
@@ -112,7 +113,8 @@ void write_breakdown_csv(const std::string& path, const Breakdown& b) {
   t.write_csv(path);
 }
 
-std::string results_json(const Breakdown& b, const LayerMeasurement& layer) {
+std::string results_json(const Breakdown& b, const LayerMeasurement& layer, const std::vector<std::int64_t>& val_steps,
+                         const std::vector<double>& val_losses) {
   JsonWriter j;
   j.begin_object();
   j.key("layer_activation_bytes").begin_object();
@@ -127,6 +129,7 @@ std::string results_json(const Breakdown& b, const LayerMeasurement& layer) {
   j.end_object();
   j.field("peak_total", b.peak_total);
   j.field("all_match", b.all_match());
+  write_validation_json(j, val_steps, val_losses);
   j.end_object();
   return j.str();
 }

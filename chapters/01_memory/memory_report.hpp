@@ -40,6 +40,8 @@ void print_breakdown(std::ostream& os, const Breakdown& b, const LayerMeasuremen
 // The calculator (playbook formulas) for the same configuration.
 void print_calculator_view(std::ostream& os, const TrainingConfig& cfg);
 void write_breakdown_csv(const std::string& path, const Breakdown& b);
-std::string results_json(const Breakdown& b, const LayerMeasurement& layer);
+// With the held-out losses (validation_loss.hpp's "validation": empty without --eval-every).
+std::string results_json(const Breakdown& b, const LayerMeasurement& layer, const std::vector<std::int64_t>& val_steps,
+                         const std::vector<double>& val_losses);
 
 }  // namespace usp::ch01

@@ -8,12 +8,15 @@
 //   full       each layer keeps only its input and runs its whole forward again in backward
 // For each: the activations held between forward and backward (measured, and by the formula
 // for our layers), the peak, the FLOPs (model FLOPs for MFU, hardware FLOPs for HFU) and the
-// time; the gradients of the three modes are compared bit for bit.
+// time; the gradients of the three modes are compared bit for bit. Each mode's measured step
+// prints the progress line (step_progress.hpp; --quiet: none); a non-finite loss is an error. No
+// --eval-every: nothing here trains (one forward and backward from the initial weights per mode).
 // Writes <out>/summary.json, recompute.csv and recompute_memory.csv (the playbook's
 // none/selective/full figure for 1B..405B, from the calculator).
 //
 //   build/bin/ch02_recomputation [--seq 256] [--mbs 4] [--repeats 3]
 //   ./usp run 02
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -23,6 +26,9 @@
 #include "common/json.hpp"
 #include "common/report/table.hpp"
 #include "common/runtime.hpp"
+#include "common/train/finite_loss.hpp"
+#include "common/train/matmul_peak.hpp"
+#include "common/train/step_progress.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
 
@@ -67,6 +73,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_common("out/02_recomputation");
   add_training_flags(cli, {"usp-small", 256, 4, 1, 3e-3});
   cli.add_int("repeats", 3, "timed forward+backward runs per mode (the median is reported)", 1, 100);
+  cli.add_flag("quiet", "no progress line per mode (the table and summary.json only)");
+  refuse_eval_flags(cli, "chapter 02 trains nothing (one forward and backward per mode from the same initial "
+                         "weights), so there is no held-out loss to follow");
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   const TrainingConfig& cfg = in.config;
@@ -79,9 +88,19 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
             << "\n\n";
 
   const Batch batch = in.data->batch(0, 0, cfg.mbs, cfg.seq);
+  const bool quiet = cli.get_flag("quiet");
+  const double peak_flops = quiet ? 0 : matmul_peak_flops(cfg.device);
   std::vector<ModeResult> results;
-  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full})
-    results.push_back(measure_mode(cfg, mode, batch, static_cast<int>(cli.get_int("repeats"))));
+  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+    const ModeResult& r =
+        results.emplace_back(measure_mode(cfg, mode, batch, static_cast<int>(cli.get_int("repeats"))));
+    require_finite_loss(r.loss, 0, "loss", recompute_name(mode));
+    // The hardware FLOPs would be HFU; the progress line's MFU counts the model's (the same in every mode).
+    const StepProgress line{0, r.loss, r.seconds, cfg.tokens_per_micro_batch(), 1,
+                            static_cast<double>(r.flops.model()), peak_flops};
+    if (!quiet) std::printf("  %-9s %s\n", recompute_name(mode), progress_line(line).c_str());
+  }
+  if (!quiet) std::printf("\n");
   const ModeResult& none = results[0];
   const report::Table modes = modes_table(results);
   modes.print(std::cout);

@@ -192,8 +192,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   results.begin_object().key("comparisons");
   comparisons.write_json(results);
   results.field("grad_acc", grad_acc).field("global_batch", grad_acc * cfg.mbs);
-  results.key("validation").begin_object().key("steps").array(run.val_steps).key("losses").array(run.val_losses);
-  results.end_object().end_object();
+  write_validation_json(results, run.val_steps, run.val_losses);
+  results.end_object();
   const double tokens = static_cast<double>((cfg.steps - run.first_step) * grad_acc * cfg.tokens_per_micro_batch());
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "03_grad_accumulation", .losses = run.losses, .tokens_per_second = tokens / run.seconds,

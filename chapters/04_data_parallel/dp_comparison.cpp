@@ -1,53 +1,60 @@
 #include "chapters/04_data_parallel/dp_comparison.hpp"
 
-#include "common/trace.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch04 {
 
-VariantRun run_variant(const DpConfig& cfg, Communicator& comm, Communicator& host, const Dataset& data,
-                       std::int64_t steps, const std::string& trace_dir) {
+DpVariant run_variant(VariantRunner& runner, const DpConfig& cfg, Communicator& comm, const Dataset& data,
+                      std::int64_t eval_batches) {
+  Communicator& metrics = runner.metrics();
   MemoryTracker& tracker = MemoryTracker::instance();
   tracker.reset_peak();
-  Tracer& tracer = Tracer::instance();
-  tracer.enable(false);
-  tracer.clear();
+  const std::int64_t steps = cfg.train.steps;
+  // The first step warms up (MPI connections, first-touch pages, the optimizer's states): it
+  // is neither timed nor traced unless it is the only one.
+  const std::int64_t first_timed = steps > 1 ? 1 : 0;
 
-  VariantRun run;
+  DpVariant run;
   run.mode = cfg.mode;
-  std::vector<double> local_losses;
-  double timed_seconds = 0;
+  CommOverlap mine;
+  VariantRun steps_run;
   {
     DataParallelTrainer trainer(cfg, comm);
     run.expected_collectives = trainer.sync().collectives_per_step();
-    // The first step warms up (MPI connections, first-touch pages, the optimizer's states): it
-    // is neither timed nor traced unless it is the only one.
-    const std::int64_t first_timed = steps > 1 ? 1 : 0;
-    for (std::int64_t s = 0; s < steps; ++s) {
-      if (s == first_timed) {
-        tracer.align(host);  // every rank's clock starts at the same barrier
-        tracer.enable(true);
-      }
+    TrainingVariant v{.name = dp_mode_name(cfg.mode), .trace_name = std::string("trace_") + dp_mode_name(cfg.mode)};
+    v.traced_steps = steps - first_timed;
+    v.step = [&](std::int64_t s) {
       const DpStepStats st = trainer.step(data, s);
-      local_losses.push_back(st.loss);
       for (std::size_t j = 0; j + 1 < st.collectives_during.size(); ++j)
         if (st.collectives_during[j] != 0) run.quiet_micro_batches = false;
       run.collectives_per_step = st.collectives_during.back() + st.collectives_after;
       run.bytes_per_step = st.bytes_sent;
-      if (s >= first_timed) timed_seconds += st.seconds;
-    }
-    tracer.enable(false);
-    run.timed_steps = steps - first_timed;
-    run.peak = tracker.peak();
-    run.peak_total = tracker.peak_total();
+      return st.loss;
+    };
+    v.traced_step = [&](const std::vector<Span>& spans) { mine = comm_overlap(spans); };
+    v.validation = [&](std::int64_t) {
+      const MemoryTracker::Unmeasured off_the_books;  // the peaks are the steps'
+      return validation_loss(metrics, trainer.model(), data, eval_batches, cfg.train.mbs, cfg.train.seq);
+    };
+    v.after_steps = [&] {
+      run.peak = tracker.peak();
+      run.peak_total = tracker.peak_total();
+    };
+    steps_run = runner.run(v);
   }
 
-  const CommOverlap mine = comm_overlap(tracer.spans());
-  run.losses = mean_over_ranks(host, local_losses);
-  const double n = host.size();
+  run.losses = steps_run.losses;
+  run.val_steps = steps_run.val_steps;
+  run.val_losses = steps_run.val_losses;
+  run.timed_steps = steps - first_timed;
+  double timed_seconds = 0;
+  for (std::int64_t s = first_timed; s < steps; ++s)
+    timed_seconds += steps_run.step_seconds[static_cast<std::size_t>(s)];
+  const double n = metrics.size();
   const std::vector<double> sums = mean_over_ranks(
-      host, {timed_seconds / static_cast<double>(run.timed_steps), run.quiet_micro_batches ? 1.0 : 0.0, mine.comm_us,
-             mine.hidden_us, static_cast<double>(mine.comm_spans), static_cast<double>(mine.overlapping_spans),
-             mine.backward_us});
+      metrics, {timed_seconds / static_cast<double>(run.timed_steps), run.quiet_micro_batches ? 1.0 : 0.0, mine.comm_us,
+                mine.hidden_us, static_cast<double>(mine.comm_spans), static_cast<double>(mine.overlapping_spans),
+                mine.backward_us});
   run.step_seconds = sums[0];
   run.quiet_micro_batches = sums[1] == 1.0;
   run.overlap.comm_us = sums[2] * n;
@@ -55,8 +62,7 @@ VariantRun run_variant(const DpConfig& cfg, Communicator& comm, Communicator& ho
   run.overlap.comm_spans = static_cast<int>(sums[4] * n + 0.5);
   run.overlap.overlapping_spans = static_cast<int>(sums[5] * n + 0.5);
   run.overlap.backward_us = sums[6] * n;
-  if (!trace_dir.empty()) write_trace(host, trace_dir, std::string("trace_") + dp_mode_name(cfg.mode));
-  tracer.clear();
+  Tracer::instance().clear();
   return run;
 }
 

@@ -53,7 +53,7 @@ void print_plan(std::ostream& out, const BucketPlan& plan, const report::Table& 
   table.print(out);
 }
 
-void print_losses(std::ostream& out, const std::vector<VariantRun>& runs, const std::vector<double>& baseline) {
+void print_losses(std::ostream& out, const std::vector<DpVariant>& runs, const std::vector<double>& baseline) {
   std::vector<report::Column> c = {{.header = "step", .format = "%4lld"}};
   if (!baseline.empty()) c.push_back({.header = "1 rank", .format = "  %11.7f"});
   for (const auto& r : runs) c.push_back({.header = dp_mode_name(r.mode), .format = "  %11.7f"});
@@ -76,7 +76,7 @@ void print_losses(std::ostream& out, const std::vector<VariantRun>& runs, const 
   out << "  (fp32 reduction order)\n";
 }
 
-report::Table variants_table(const std::vector<VariantRun>& runs, const VariantsContext& c) {
+report::Table variants_table(const std::vector<DpVariant>& runs, const VariantsContext& c) {
   // T: on the terminal (per step, mean over the ranks and the timed steps); C: variants.csv;
   // J: summary.json. The files keep the raw sums in µs where the terminal shows ms.
   std::vector<report::Column> columns = {
@@ -124,7 +124,7 @@ report::Table variants_table(const std::vector<VariantRun>& runs, const Variants
   return t;
 }
 
-bool check_counts(std::ostream& out, const std::vector<VariantRun>& runs, const VariantsContext& c) {
+bool check_counts(std::ostream& out, const std::vector<DpVariant>& runs, const VariantsContext& c) {
   bool ok = true;
   for (const auto& r : runs) {
     // Exact counts, every rank (the bytes: rank 0's; every rank sends the same in a ring).

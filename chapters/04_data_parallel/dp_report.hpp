@@ -17,7 +17,7 @@ report::Table bucket_plan_table(const BucketPlan& plan, const std::vector<ParamI
 void print_plan(std::ostream& out, const BucketPlan& plan, const report::Table& table);
 
 // The step's losses, a column per variant (and the single-rank baseline when there is one).
-void print_losses(std::ostream& out, const std::vector<VariantRun>& runs, const std::vector<double>& baseline);
+void print_losses(std::ostream& out, const std::vector<DpVariant>& runs, const std::vector<double>& baseline);
 
 // What every variant row shares: the run's shape and what a ring all-reduce of every gradient sends.
 struct VariantsContext {
@@ -26,10 +26,10 @@ struct VariantsContext {
   double ring_bytes = 0;              // 2(N-1)/N · gradient bytes, per rank per step
   std::vector<double> baseline = {};  // the single-rank losses, or none
 };
-report::Table variants_table(const std::vector<VariantRun>& runs, const VariantsContext& c);
+report::Table variants_table(const std::vector<DpVariant>& runs, const VariantsContext& c);
 
 // The exact counts (all-reduces per step, ring bytes, none during non-final micro-batches): prints
 // an "error: ..." line per variant that misses one, or the accumulation line. True when all hold.
-bool check_counts(std::ostream& out, const std::vector<VariantRun>& runs, const VariantsContext& c);
+bool check_counts(std::ostream& out, const std::vector<DpVariant>& runs, const VariantsContext& c);
 
 }  // namespace usp::ch04

@@ -13,11 +13,14 @@
 // runs), the all-reduces per step and the bytes each rank sent (= 2(N-1)/N of the gradients),
 // no all-reduce during the non-final micro-batches of gradient accumulation, and a trace of
 // compute and communication per rank with the fraction of communication hidden behind
-// backward. Writes to --out: summary.json, variants.csv, bucket_plan.csv, trace_<mode>.json
-// (Perfetto) and trace_<mode>.csv (plots/ch04_dp_timelines.py draws them).
+// backward. Each step prints the progress line (variant_runner.hpp); --eval-every N evaluates the
+// held-out loss on the replicated model every N steps, split over the ranks (summary.json's
+// results.validation: the last variant's, as its losses). Writes to --out: summary.json,
+// variants.csv, bucket_plan.csv, trace_<mode>.json (Perfetto) and trace_<mode>.csv
+// (plots/ch04_dp_timelines.py draws them).
 //
 //   mpirun -np 4 build/bin/ch04_data_parallel [--dp-mode naive|overlap|bucketing|all]
-//          [--grad-acc 2] [--bucket-mb 1] [--mbs 4] [--steps 5]
+//          [--grad-acc 2] [--bucket-mb 1] [--mbs 4] [--steps 5] [--eval-every 2] [--quiet]
 //   ./usp run 04
 #include <cmath>
 #include <iostream>
@@ -29,8 +32,10 @@
 #include "chapters/04_data_parallel/dp_report.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace {
 
@@ -50,6 +55,7 @@ struct Setup {
   std::int64_t grad_acc = 1, global_batch = 0, bucket_cap = 0;
   std::vector<DpMode> modes = {};
   bool baseline = true;
+  ProgressFlags progress = {};
 };
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
@@ -67,6 +73,10 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
   const std::string mode = cli.get_string("dp-mode");
   s.modes = mode == "all" ? all_dp_modes() : std::vector<DpMode>{parse_dp_mode(mode)};
   s.baseline = !cli.get_flag("no-baseline");
+  rt.agree([&] {
+    s.progress = progress_flags_from(cli);
+    if (s.progress.eval_every > 0) check_validation_data(*s.in.data, s.progress.eval_batches, mbs, s.in.config.seq);
+  });
   return s;
 }
 
@@ -100,9 +110,9 @@ std::string bucket_plan_part(Runtime& rt, const std::vector<ParamInfo>& layout, 
 
 // Each --dp-mode variant in turn (collective); a variant whose exercise is a stub is skipped on
 // every rank together.
-std::vector<VariantRun> run_variants(Runtime& rt, Communicator& grads, const Setup& s, bool no_plan,
-                                     const std::string& out_dir) {
-  std::vector<VariantRun> runs;
+std::vector<DpVariant> run_variants(Runtime& rt, VariantRunner& runner, Communicator& grads, const Setup& s,
+                                    bool no_plan) {
+  std::vector<DpVariant> runs;
   for (DpMode mode : s.modes) {
     if (mode == DpMode::bucketing && no_plan) {
       if (rt.is_root()) std::cout << "bucketing: skipped until exercise 04.1 is written\n";
@@ -110,14 +120,14 @@ std::vector<VariantRun> run_variants(Runtime& rt, Communicator& grads, const Set
     }
     const DpConfig cfg{s.in.config, s.grad_acc, mode, s.bucket_cap};
     const std::string skipped = rt.skip_if_not_implemented(
-        [&] { runs.push_back(run_variant(cfg, grads, rt.world(), *s.in.data, s.in.config.steps, out_dir)); });
+        [&] { runs.push_back(run_variant(runner, cfg, grads, *s.in.data, s.progress.eval_batches)); });
     if (rt.is_root() && !skipped.empty()) std::cout << dp_mode_name(mode) << ": skipped, " << skipped << "\n";
   }
   return runs;
 }
 
 // Rank 0's terminal report of the variants that ran; returns whether their exact counts hold.
-bool print_variants(std::ostream& out, const std::vector<VariantRun>& runs, const VariantsContext& c,
+bool print_variants(std::ostream& out, const std::vector<DpVariant>& runs, const VariantsContext& c,
                     const report::Table& table, std::size_t dtype_bytes) {
   print_losses(out, runs, c.baseline);
   char line[160];
@@ -145,6 +155,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
               std::int64_t{1} << 30);
   cli.add_float("bucket-mb", 1.0, "bucket cap in MiB for --dp-mode bucketing (fractions allowed)");
   cli.add_flag("no-baseline", "skip the single-rank baseline run (rank 0, the whole global batch)");
+  add_progress_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& tc = setup.in.config;
@@ -159,17 +170,17 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   BucketPlan plan;
   const std::string no_plan = bucket_plan_part(rt, layout, setup, out_dir, plan);
 
-  // The gradients' communicator: the CPU world itself on CPU ranks; on GPUs one for CUDA tensors
-  // (NCCL with a GPU per rank, MPI through host memory when ranks share one; --backend), beside
-  // the world that still carries the CPU-side summaries.
-  const std::unique_ptr<Communicator> device_comm = rt.device_world(tc.device, tc.backend);
-  Communicator& grads = device_comm ? *device_comm : rt.world();
+  // The gradients go over comms.tensors(); the losses, traces, held-out losses and summaries over
+  // comms.metrics(), so the gradients' counters (summary.json's comm_bytes) hold the gradients alone.
+  TrainingComms comms(rt, tc);
+  VariantRunner runner(comms.metrics(), {.config = tc, .tokens_per_step = setup.global_batch * tc.seq,
+                                         .progress = setup.progress, .trace_dir = out_dir});
 
   // The baseline first, on rank 0 alone; the variants' memory peaks are taken afterwards.
   VariantsContext c{dp, setup.grad_acc, setup.global_batch, tc.seq, 2.0 * (dp - 1) / dp * static_cast<double>(grad_bytes)};
   if (setup.baseline && root) c.baseline = run_baseline(tc, *setup.in.data, setup.global_batch, tc.steps);
   rt.world().barrier();
-  const std::vector<VariantRun> runs = run_variants(rt, grads, setup, !no_plan.empty(), out_dir);
+  const std::vector<DpVariant> runs = run_variants(rt, runner, comms.tensors(), setup, !no_plan.empty());
   const report::Table variants = variants_table(runs, c);
   const bool checks_ok = !root || runs.empty() || print_variants(std::cout, runs, c, variants, dtype_size(tc.dtype));
 
@@ -180,6 +191,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   if (!c.baseline.empty()) results.key("baseline_losses").array(c.baseline);
   results.key("variants");
   variants.write_json(results);
+  const DpVariant none;
+  const DpVariant& last = runs.empty() ? none : runs.back();
+  write_validation_json(results, last.val_steps, last.val_losses);
   results.end_object();
   if (root) variants.write_csv(out_dir + "/variants.csv");
   write_training_summary(rt.world(), out_dir + "/summary.json",
@@ -188,7 +202,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                           .tokens_per_second = runs.empty() ? 0.0 : static_cast<double>(setup.global_batch * tc.seq) /
                                                                         runs.back().step_seconds,
                           .dp = dp, .flags_json = cli.values_json(), .chapter_json = results.str(),
-                          .comm = device_comm ? &device_comm->stats() : nullptr});
+                          .comm = comms.device_stats()});
   if (root)
     std::cout << "\nwrote " << out_dir << "/summary.json, variants.csv" << (no_plan.empty() ? ", bucket_plan.csv" : "")
               << " and trace_<variant>.json/.csv (open in https://ui.perfetto.dev)\n";

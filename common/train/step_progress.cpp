@@ -52,6 +52,11 @@ void add_progress_flags(Cli& cli, std::int64_t eval_every_default) {
   cli.add_flag("quiet", "no line per step (tables and summary.json only)");
 }
 
+void refuse_eval_flags(Cli& cli, const std::string& why) {
+  const std::string where = "; chapters 01, 03 and 04 evaluate a held-out loss (--eval-every N)";
+  cli.refuse("eval-every", why + where).refuse("eval-batches", why + where);
+}
+
 ProgressFlags progress_flags_from(const Cli& cli) {
   const ProgressFlags f{cli.get_int("eval-every"), cli.get_int("eval-batches"), cli.get_flag("quiet")};
   if (f.eval_every == 0 && cli.given("eval-batches"))

@@ -1,6 +1,7 @@
 // The parallel chapters' step loop (see variant_runner.hpp).
 #include "common/train/variant_runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -52,7 +53,11 @@ double peak_flops(Device device) {
 
 }  // namespace
 
-void add_runner_flags(Cli& cli) { cli.add_flag("quiet", "no line per step (tables and summary.json only)"); }
+void add_runner_flags(Cli& cli) {
+  cli.add_flag("quiet", "no line per step (tables and summary.json only)");
+  refuse_eval_flags(cli, "this chapter measures the memory and the traffic of its variants' training steps, "
+                         "which an evaluation on every rank would add to");
+}
 
 ProgressFlags runner_flags_from(const Cli& cli) {
   ProgressFlags f;
@@ -67,7 +72,15 @@ VariantRunner::VariantRunner(Communicator& metrics, RunnerSettings settings)
   const calc::FlopsEstimate f = calc::flops_per_step(calc_setup(settings_.config));
   // The model FLOPs of one token (the estimate's tokens are one micro-batch), times the step's.
   flops_per_step_ = f.model / static_cast<double>(f.tokens) * static_cast<double>(settings_.tokens_per_step);
-  if (!settings_.progress.quiet && metrics_.rank() == 0) peak_flops_ = peak_flops(settings_.config.device);
+  if (!settings_.progress.quiet) {
+    // Every rank measures at the same time, so the rate is what one rank's products reach while
+    // all ranks compute, as in the steps (on cores the ranks share, a share of one core): measured
+    // by rank 0 alone while the others wait, it is too high or too low with the waiting ranks'
+    // polling, and MFU can pass 100 %. The mean over the ranks.
+    metrics_.barrier();
+    const std::vector<double> all = report::gather_rows(metrics_, peak_flops(settings_.config.device));
+    for (double p : all) peak_flops_ += p / static_cast<double>(all.size());
+  }
 }
 
 VariantRun VariantRunner::run(const TrainingVariant& v) {
@@ -78,24 +91,32 @@ VariantRun VariantRunner::run(const TrainingVariant& v) {
   VariantRun r;
   r.name = v.name;
   const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t first_traced =
+      v.trace_name.empty() ? cfg.steps : cfg.steps - std::clamp<std::int64_t>(v.traced_steps, 1, cfg.steps);
   for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    const bool traced = !v.trace_name.empty() && step + 1 == cfg.steps;
-    if (traced) {
+    const bool traced = step >= first_traced;
+    if (step == first_traced) {
       tracer.clear();
       tracer.align(metrics_);
-      tracer.enable(true);
     }
+    if (traced) tracer.enable(true);
     const auto ts = std::chrono::steady_clock::now();
     const double local = v.step(step);
     r.step_seconds.push_back(seconds_since(ts));
     if (traced) {
       tracer.enable(false);
-      if (v.traced_step) v.traced_step(tracer.spans());
+      if (v.traced_step && step + 1 == cfg.steps) v.traced_step(tracer.spans());
     }
     if (v.after_step) v.after_step(step);
     r.losses.push_back(mean_over_ranks(metrics_, local, step, "loss", v.name));
-    const StepProgress line{step, r.losses.back(), r.step_seconds.back(), settings_.tokens_per_step,
-                            metrics_.size(), flops_per_step_, peak_flops_};
+    StepProgress line{step, r.losses.back(), r.step_seconds.back(), settings_.tokens_per_step,
+                      metrics_.size(), flops_per_step_, peak_flops_};
+    if (v.validation && progress.evaluates(step, cfg.steps)) {
+      line.val_loss = v.validation(step);
+      require_finite_loss(line.val_loss, step, "validation loss", v.name);
+      r.val_steps.push_back(step);
+      r.val_losses.push_back(line.val_loss);
+    }
     if (!progress.quiet && metrics_.rank() == 0) std::printf("  %s: %s\n", v.name.c_str(), progress_line(line).c_str());
   }
   synchronize(cfg.device);

@@ -6,18 +6,22 @@
 // training traffic, so the trainers' groups count exactly what the variants send):
 //
 //   for step = 0 .. steps-1:
-//     last step of a traced variant: the tracer is cleared, aligned over metrics, enabled
+//     a traced step (the last variant.traced_steps steps of a traced variant): at the first, the
+//            tracer is cleared and aligned over metrics; before each, enabled
 //     local = variant.step(step)          this rank's loss; the call's wall time is step_seconds
-//     traced: the tracer is disabled, then variant.traced_step(its spans)
+//     traced: the tracer is disabled; after the last traced step, variant.traced_step(its spans)
 //     variant.after_step(step)            untimed: what the chapter gathers about the step
 //     loss = the mean over metrics' ranks of every rank's local loss, gathered as doubles and
 //            summed in rank order (the same bits on every rank)
 //     not finite: a fatal error (usp::Error) on every rank, the same line naming the step, the
 //            variant, the first rank whose own loss is not finite, and the quantity: said once
 //            ("fatal: step 8 of run 'TP 2': the loss is nan on rank 0: ... (on every rank)")
+//     a variant with a validation hook, on the steps progress.evaluates (--eval-every): val_loss =
+//            variant.validation(step), untimed and untraced; not finite: the same fatal error
 //     rank 0, unless --quiet: "  <name>: " and the progress line of step_progress.hpp (the loss,
 //            rank 0's step time, tokens/s total and per rank, the MFU of the step's model FLOPs
-//            (calc/flops_model.hpp) against the ranks' matmul_peak.hpp, measured once)
+//            (calc/flops_model.hpp) against the ranks' matmul_peak.hpp, measured once by every
+//            rank at the same time (the mean), and the val_loss of the steps that evaluated it)
 //   the device is synchronised (queued GPU work belongs to the measured time): seconds
 //   variant.after_steps()                 the chapter's measurements of the trained state
 //   traced: the trace is written to <trace_dir>/<trace_name>.{json,csv} (over metrics)
@@ -49,12 +53,20 @@ struct TrainingVariant {
   std::function<void(const std::vector<Span>&)> traced_step = {};  // optional: the traced step's spans
   std::function<void(std::int64_t step)> after_step = {};          // optional, collective like a step
   std::function<void()> after_steps = {};          // optional: measured before the trace is written
+  std::int64_t traced_steps = 1;                   // with trace_name: how many of the last steps (1..steps)
+  // Optional, collective over metrics: the held-out loss of the trained state after `step`, the
+  // same on every rank (validation_loss.hpp's, split over the ranks for a replicated model). Runs
+  // outside the step's timing and trace; what it allocates or sends is the chapter's to keep out
+  // of its own measurements (chapter 04: its peaks exclude it, it sends over metrics only).
+  std::function<double(std::int64_t step)> validation = {};
 };
 
 struct VariantRun {
   std::string name;
   std::vector<double> losses;        // per step: the mean over the ranks (the same on every rank)
   std::vector<double> step_seconds;  // per step: this rank's wall time of variant.step
+  std::vector<std::int64_t> val_steps;  // the steps after which the held-out loss was evaluated
+  std::vector<double> val_losses;       // ... and that loss
   double seconds = 0;                // this rank's wall time of the whole loop, device synchronised
   double median_step_seconds() const;
 };
@@ -62,13 +74,17 @@ struct VariantRun {
 struct RunnerSettings {
   TrainingConfig config = {};         // steps, device, and the shape behind the MFU's FLOPs
   std::int64_t tokens_per_step = 0;   // the global batch's tokens (every rank's)
-  ProgressFlags progress = {};        // --quiet (runner_flags_from)
+  ProgressFlags progress = {};        // --quiet (runner_flags_from); --eval-every, --eval-batches
+                                      // (progress_flags_from) for variants with a validation hook
   std::string trace_dir = {};         // where traced variants are written (the chapter's --out)
 };
 
-// The runner's flag: --quiet (no progress lines). Not --eval-every: the parallel chapters measure
-// the memory and the traffic of the training steps, which a held-out forward on every rank would
-// add to (and a pipeline stage cannot run the whole model); chapter 03 evaluates the held-out loss.
+// The runner's flag: --quiet (no progress lines). Not --eval-every (refused with the reason below,
+// refuse_eval_flags): the parallel chapters 05-10
+// measure the memory and the traffic of the training steps, which a held-out forward on every rank
+// would add to (and a pipeline stage cannot run the whole model). A chapter whose ranks each hold
+// the whole model (chapter 04) adds step_progress.hpp's flags instead and gives its variants a
+// validation hook that keeps the evaluation out of what it measures.
 void add_runner_flags(Cli& cli);
 ProgressFlags runner_flags_from(const Cli& cli);
 
@@ -80,6 +96,7 @@ class VariantRunner {
   VariantRun run(const TrainingVariant& variant);
 
   const std::vector<VariantRun>& runs() const { return runs_; }
+  Communicator& metrics() { return metrics_; }
   // Every run's losses against the first run's (the baseline), for the config's dtype.
   LossAgreement agreement() const;
 
@@ -87,7 +104,7 @@ class VariantRunner {
   Communicator& metrics_;
   RunnerSettings settings_;
   double flops_per_step_ = 0;  // model FLOPs of one step, every rank's
-  double peak_flops_ = 0;      // one rank's; 0 when quiet (not measured)
+  double peak_flops_ = 0;      // one rank's (the mean over the ranks); 0 when quiet (not measured)
   std::vector<VariantRun> runs_;
 };
 

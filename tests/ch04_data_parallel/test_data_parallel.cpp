@@ -14,6 +14,7 @@
 #include "common/device.hpp"
 #include "common/model/unit_spans.hpp"
 #include "common/trace.hpp"
+#include "common/train/validation_loss.hpp"
 #include "chapters/04_data_parallel/dp_trainer.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/gpu_ranks.hpp"
@@ -266,5 +267,19 @@ TEST_CASE("DP on a device (GPUs, else the emulated cpu:1): every variant reprodu
     INFO("rank " << testing::runtime().rank() << ": largest |Δ| " << worst << " at parameter element " << at << " (expected "
                  << base.params[at] << ", got " << got[at] << ")");
     CHECK(worst <= 1e-4f * max_abs(base.params));
+  }
+}
+
+TEST_CASE("the held-out loss split over the ranks has the single-rank value's bits", "[ch04][mpi]") {
+  const TrainingConfig cfg = tiny();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  DataParallelTrainer trainer(DpConfig{cfg, 1, DpMode::naive, kCap}, testing::world());
+  (void)trainer.step(*data, 0);  // trained weights, the same on every rank
+  for (std::int64_t batches : {1, 3, 5}) {  // fewer batches than ranks, and uneven shares
+    const double split = validation_loss(testing::world(), trainer.model(), *data, batches, cfg.mbs, cfg.seq);
+    const double alone = validation_loss(trainer.model(), *data, batches, cfg.mbs, cfg.seq);
+    INFO("rank " << testing::runtime().rank() << " of " << testing::runtime().size() << ", " << batches
+                 << " batches: split " << split << ", expected (one rank) " << alone);
+    CHECK(std::memcmp(&split, &alone, sizeof split) == 0);
   }
 }

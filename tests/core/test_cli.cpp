@@ -131,3 +131,25 @@ TEST_CASE("reading an undeclared flag or with the wrong type is a program error"
   CHECK_THROWS_AS(cli.get_int("mode"), Error);
   CHECK_THROWS_AS(cli.add_int("steps", 1, "again"), Error);  // declared twice
 }
+
+TEST_CASE("a refused flag says why, in both forms, and --help does not list it", "[core][cli]") {
+  const auto refusing = [] {
+    Cli cli = make();
+    cli.refuse("eval-every", "nothing trains here");
+    return cli;
+  };
+  for (std::vector<const char*> args : {std::vector<const char*>{"--eval-every", "2"}, {"--eval-every=2"},
+                                        {"--steps", "3", "--eval-every"}}) {
+    Cli cli = refusing();
+    std::string error = "no error";
+    try {
+      parse(cli, args);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    CHECK(error == "--eval-every: nothing trains here");
+  }
+  CHECK(refusing().help().find("eval-every") == std::string::npos);
+  CHECK_FALSE(refusing().declared("eval-every"));
+  CHECK(error_of({"--eval-every", "2"}) == "unknown flag --eval-every (see --help)");  // not refused: unknown
+}

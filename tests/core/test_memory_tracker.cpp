@@ -67,3 +67,31 @@ TEST_CASE("the timeline records allocations, frees and phase marks", "[core][mem
   CHECK(events[3].mark == "backward");
   for (std::size_t i = 1; i < events.size(); ++i) CHECK(events[i].time_s >= events[i - 1].time_s);
 }
+
+TEST_CASE("work in an Unmeasured scope leaves the peaks and the timeline as if it had not run", "[core][memory]") {
+  auto& tracker = MemoryTracker::instance();
+  tracker.reset_peak();
+  tracker.clear_timeline();
+  tracker.record_timeline(true);
+  const std::int64_t base_total = tracker.current().total();
+  const std::int64_t base_act = tracker.current()[MemCategory::Activation];
+  const std::int64_t base_tmp = tracker.current()[MemCategory::Temporary];
+  Tensor kept = Tensor::empty({1000}, DType::f32, MemCategory::Activation);  // 4000, before: measured
+  { Tensor step = Tensor::empty({500}, DType::f32, MemCategory::Temporary); }  // 2000, released
+  const std::size_t events_before = tracker.timeline().size();
+  {
+    const MemoryTracker::Unmeasured off_the_books;
+    Tensor big = Tensor::empty({100000}, DType::f32, MemCategory::Activation);  // 400000: left out
+    Tensor tmp = Tensor::empty({100000}, DType::f32, MemCategory::Temporary);
+  }
+  CHECK(tracker.timeline().size() == events_before);  // paused inside, ...
+  CHECK(tracker.peak()[MemCategory::Activation] == base_act + 4000);
+  CHECK(tracker.peak()[MemCategory::Temporary] == base_tmp + 2000);
+  CHECK(tracker.peak_total() == base_total + 6000);
+  { Tensor after = Tensor::empty({2000}, DType::f32, MemCategory::Activation); }  // 8000: measured again
+  CHECK(tracker.timeline().size() == events_before + 2);  // ... recording again after
+  CHECK(tracker.peak()[MemCategory::Activation] == base_act + 4000 + 8000);
+  CHECK(tracker.peak_total() == base_total + 4000 + 8000);
+  tracker.record_timeline(false);
+  tracker.clear_timeline();
+}
