@@ -1,7 +1,8 @@
 // Exercise 11.1: one thread of rung 02, the coalesced matmul — which element of C it computes
-// (coalesced_cell), and computing it (coalesced_thread).
+// (coalesced_cell), and computing it (coalesced_thread) — and what one warp's accesses cost in
+// 32-byte sectors (warp_sectors).
 //
-// The contract (coverage, coalescing, the bounds, the strides) is in
+// The contract (coverage, coalescing, the bounds, the strides, the sectors) is in
 // chapters/11_gpu_primer/coalesced.hpp; the idea and the questions in the lesson's sections 3
 // and 7. The kernel (kernels/matmul/02_coalesced.cu) calls coalesced_thread; the tests run every
 // thread of a grid on the CPU.
@@ -29,6 +30,12 @@ USP_HD void coalesced_thread(const matmul::GemmF32& g, int bx, int by, int t) {
       "exercise 11.1: coalesced_thread (hint: on the edge tiles, which threads have nothing to do, and "
       "what would they touch if they went on?)");
 #endif
+}
+
+inline WarpSectors warp_sectors(const WarpCells& cells, int M, int N, int K, int k) {
+  (void)cells, (void)M, (void)N, (void)K, (void)k;
+  throw NotImplemented(
+      "exercise 11.1: warp_sectors (hint: where does B's row k start, in bytes, and where do its sectors start?)");
 }
 
 }  // namespace usp::ch11

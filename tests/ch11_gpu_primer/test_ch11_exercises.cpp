@@ -4,6 +4,9 @@
 //        (coalescing) and one address of A (broadcast) at every step k, and the whole grid of
 //        threads, run one after the other (coalesced_emulation.hpp), equals the reference on
 //        sizes that are not multiples of 32, writing nothing outside C.
+//        warp_sectors: hand-worked sector counts of one warp of rung 01 and of rung 02 — interior,
+//        rows of B that start mid-sector (N = 100), edge tiles, a warp with nothing to do — and
+//        its errors.
 //   11.2 smem_tiling_thread: the whole tiled algorithm with rung 03's and rung 04's tiles, every
 //        block run on host threads with a real barrier (smem_emulation.hpp), against the
 //        reference on sizes that are not multiples of the tiles; what the shared tiles hold; the
@@ -12,6 +15,7 @@
 // "exercise 11.2: ...".
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -172,6 +176,95 @@ TEST_CASE("exercise 11.1: the whole grid of threads equals the reference and wri
 
 TEST_CASE("exercise 11.1: the launcher's own CPU check of the thread passes", "[ch11]") {
   CHECK_NOTHROW(check_coalesced_on_cpu());
+}
+
+namespace {
+
+// The 32 cells of warp w of block (bx, by), thread t = 32·w + lane computing cell(bx, by, t). The
+// tests of warp_sectors give it these cells, not the student's coalesced_cell, so that its
+// counts are graded on their own.
+using Mapping = Cell (*)(int bx, int by, int t);
+Cell rung01_cell(int bx, int by, int t) { return {by * 32 + t % 32, bx * 32 + t / 32}; }  // 01_naive.cu
+Cell rung02_cell(int bx, int by, int t) { return {by * 32 + t / 32, bx * 32 + t % 32}; }  // (a), (b) above
+WarpCells warp_cells(Mapping cell, int bx, int by, int w) {
+  WarpCells cells;
+  for (int lane = 0; lane < kWarpSize; ++lane) cells[static_cast<std::size_t>(lane)] = cell(bx, by, w * kWarpSize + lane);
+  return cells;
+}
+
+// warp_sectors(cells, M, N, K, k) against sectors counted by hand, each matrix named on failure.
+void check_sectors(const std::string& what, const WarpCells& cells, Dims d, int k, WarpSectors want) {
+  const WarpSectors got = warp_sectors(cells, d.M, d.N, d.K, k);
+  const std::string where = "exercise 11.1: warp_sectors, " + what + ", " + std::to_string(d.M) + "×" +
+                            std::to_string(d.N) + "×" + std::to_string(d.K) + ", step k = " + std::to_string(k) + ": ";
+  INFO(where << "A[row][k] touches " << got.a << " sectors, expected " << want.a);
+  CHECK(got.a == want.a);
+  INFO(where << "B[k][col] touches " << got.b << " sectors, expected " << want.b);
+  CHECK(got.b == want.b);
+  INFO(where << "the store of C[row][col] touches " << got.c << " sectors, expected " << want.c);
+  CHECK(got.c == want.c);
+}
+
+}  // namespace
+
+TEST_CASE("exercise 11.1: warp_sectors of an interior warp: rung 02 A 1, B 4, C 4; rung 01 A 32, B 1, C 32",
+          "[ch11]") {
+  const Dims d{64, 64, 64};  // N and K multiples of 8: every row starts on a sector boundary
+  for (const int k : {0, 5, 63}) {
+    // Rung 02, block (1, 1), warp 3: row 35, columns 32..63. A: one address; B: floats
+    // 64k+32 .. 64k+63, four whole sectors; C: 35·64+32 .. 35·64+63, four.
+    check_sectors("rung 02 block (1, 1) warp 3", warp_cells(rung02_cell, 1, 1, 3), d, k, {1, 4, 4});
+    // Rung 01, the same warp: rows 32..63 of column 35. A: 32 floats 64 apart; B: one address;
+    // C: 32 floats 64 apart.
+    check_sectors("rung 01 block (1, 1) warp 3", warp_cells(rung01_cell, 1, 1, 3), d, k, {32, 1, 32});
+  }
+  // Rung 01 with K = 4: rows of A are 4 floats apart, two rows per sector: 16 sectors for 32 lanes.
+  check_sectors("rung 01 block (1, 1) warp 3", warp_cells(rung01_cell, 1, 1, 3), {64, 64, 4}, 2, {16, 1, 32});
+  // What counts is which sectors, not the lanes' order; lanes on one cell share its sectors.
+  WarpCells reversed = warp_cells(rung02_cell, 1, 1, 3);
+  std::reverse(reversed.begin(), reversed.end());
+  check_sectors("rung 02 block (1, 1) warp 3, lanes reversed", reversed, d, 5, {1, 4, 4});
+  WarpCells one_cell;
+  one_cell.fill(Cell{40, 50});
+  check_sectors("32 lanes on the cell (40, 50)", one_cell, d, 7, {1, 1, 1});
+}
+
+TEST_CASE("exercise 11.1: warp_sectors with N = 100: a row of B starts mid-sector, 5 sectors at odd k", "[ch11]") {
+  const Dims d{64, 100, 10};
+  // Rung 02, block (0, 0), warp 0: row 0, columns 0..31. B[k][0] is float 100k: a sector
+  // boundary at even k (32 floats, 4 sectors), half-way into one at odd k (floats 100..131:
+  // sectors 12..16, 5). C's row 0 starts at float 0: 4 sectors.
+  for (int k = 0; k < d.K; ++k)
+    check_sectors("rung 02 block (0, 0) warp 0", warp_cells(rung02_cell, 0, 0, 0), d, k, {1, k % 2 == 0 ? 4 : 5, 4});
+  // Warp 1 stores row 1 of C, floats 100..131: 5 sectors. Block (1, 0), k = 3: floats 332..363,
+  // sectors 41..45.
+  check_sectors("rung 02 block (0, 0) warp 1", warp_cells(rung02_cell, 0, 0, 1), d, 2, {1, 4, 5});
+  check_sectors("rung 02 block (1, 0) warp 0", warp_cells(rung02_cell, 1, 0, 0), d, 3, {1, 5, 4});
+}
+
+TEST_CASE("exercise 11.1: warp_sectors on the edge tiles: only the lanes inside C count", "[ch11]") {
+  // Rung 02, N = 36, block (1, 0), warp 0: columns 32..35 inside C, 36..63 outside. Four active
+  // lanes: B[1][32..35] are floats 68..71, one sector; C's row 0 floats 32..35, one sector.
+  check_sectors("rung 02 block (1, 0) warp 0, columns 32..35 of 36", warp_cells(rung02_cell, 1, 0, 0), {40, 36, 40}, 1,
+                {1, 1, 1});
+  // Rung 01, M = 36, block (1, 1), warp 3: rows 32..35 of column 35 inside C: A's four rows 40
+  // floats apart, 4 sectors; B one; C's four rows 64 floats apart, 4.
+  check_sectors("rung 01 block (1, 1) warp 3, rows 32..35 of 36", warp_cells(rung01_cell, 1, 1, 3), {36, 64, 40}, 9,
+                {4, 1, 4});
+  // A warp with no active lane touches no memory: rung 02's row 33 of 33 rows, rung 01's column
+  // 33 of 33 columns.
+  check_sectors("rung 02 block (0, 1) warp 1, row 33 of 33", warp_cells(rung02_cell, 0, 1, 1), {33, 64, 16}, 0, {0, 0, 0});
+  check_sectors("rung 01 block (1, 0) warp 1, column 33 of 33", warp_cells(rung01_cell, 1, 0, 1), {64, 33, 16}, 15,
+                {0, 0, 0});
+}
+
+TEST_CASE("exercise 11.1: warp_sectors rejects an empty problem and a step k outside 0..K-1", "[ch11]") {
+  const WarpCells cells = warp_cells(rung02_cell, 0, 0, 0);
+  REQUIRE(warp_sectors(cells, 5, 5, 9, 8).b == 1);  // k = K-1 is the last step, not an error
+  CHECK_THROWS_WITH(warp_sectors(cells, 0, 5, 5, 0), Catch::Contains("warp_sectors: the problem 0×5×5 is empty"));
+  CHECK_THROWS_WITH(warp_sectors(cells, 5, 5, 0, 0), Catch::Contains("warp_sectors: the problem 5×5×0 is empty"));
+  CHECK_THROWS_WITH(warp_sectors(cells, 5, 5, 9, 9), Catch::Contains("warp_sectors: step k = 9 is outside 0..8 (K = 9)"));
+  CHECK_THROWS_WITH(warp_sectors(cells, 5, 5, 9, -1), Catch::Contains("warp_sectors: step k = -1 is outside 0..8"));
 }
 
 // ---- exercise 11.2 -----------------------------------------------------------------------------
