@@ -4,6 +4,7 @@
 #include "common/memory_tracker.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
+#include "common/train/finite_loss.hpp"
 
 namespace usp::ch12 {
 
@@ -23,6 +24,7 @@ TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flas
     params.zero_grad();
     const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
     run.losses.push_back(model.forward(b.inputs, b.targets));
+    require_finite_loss(run.losses.back(), step, "loss", flash ? "flash attention" : "naive attention");
     run.peak_activation_bytes = std::max(run.peak_activation_bytes, tracker.peak()[MemCategory::Activation] - before);
     model.backward();
     optimizer.step(params);

@@ -4,6 +4,7 @@
 #include "common/error.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
+#include "common/train/finite_loss.hpp"
 
 namespace usp::ch13 {
 
@@ -53,6 +54,7 @@ std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data,
     params.zero_grad();
     const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
     losses.push_back(model.forward(b.inputs, b.targets));
+    require_finite_loss(losses.back(), step, "loss", fused ? "fused residual + RMSNorm" : "unfused");
     model.backward();
     optimizer.step(params);
   }
