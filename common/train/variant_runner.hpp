@@ -1,5 +1,6 @@
-// The parallel chapters (05-10) train one step sequence under several variants side by side (ZeRO
-// stages, TP degrees, CP attentions, pipeline schedules, EP layouts, 5D layouts) and compare them.
+// The parallel chapters (04-10) train one step sequence under several variants side by side (DP
+// modes, ZeRO stages, TP degrees, CP attentions, pipeline schedules, EP layouts, 5D layouts) and
+// compare them.
 // This is their one step loop. A chapter gives a variant as a name and a step function (plus,
 // optionally, what to read off the traced step and what to measure once the steps are done); the
 // runner does, on every rank of `metrics` (a communicator of the training's ranks that carries no
