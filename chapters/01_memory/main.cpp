@@ -43,6 +43,58 @@ namespace {
 using namespace usp;
 using namespace usp::ch01;
 
+// 3. The training steps, the tracker's timeline recording them; 2. (one layer's activations) is
+// measured during the first forward. Adam's states are allocated at the first step, as PyTorch
+// allocates them lazily (what the playbook's profile shows). The held-out evaluations are left out
+// of the timeline, the peaks and the time.
+struct TrainedSteps {
+  std::vector<double> losses, val_losses;
+  std::vector<std::int64_t> val_steps;
+  LayerMeasurement layer;
+  double seconds = 0;  // the steps' wall time, the evaluations left out
+};
+
+TrainedSteps train_steps(ParamStore& params, Model& model, std::unique_ptr<AdamW>& optimizer, const TrainingConfig& cfg,
+                         const Dataset& data, const ProgressFlags& progress, double peak_flops) {
+  auto& tracker = MemoryTracker::instance();
+  TrainedSteps r;
+  double eval_seconds = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const auto ts = std::chrono::steady_clock::now();
+    const Batch batch = data.batch(step, 0, cfg.mbs, cfg.seq);
+    tracker.mark("forward");
+    const double loss = model.forward(batch.inputs, batch.targets);
+    if (step == 0) r.layer = measure_layer(model, cfg);
+    tracker.mark("backward");
+    model.backward();
+    tracker.mark("optimizer");
+    if (!optimizer) optimizer = std::make_unique<AdamW>(params, cfg.adamw);
+    optimizer->step(params);
+    params.zero_grad();
+    r.losses.push_back(loss);
+    require_finite_loss(loss, step);
+    synchronize(cfg.device);
+    StepProgress line{step, loss, std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count(),
+                      cfg.tokens_per_micro_batch(), 1, static_cast<double>(model.flops().model()), peak_flops};
+    if (progress.evaluates(step, cfg.steps)) {
+      const auto te = std::chrono::steady_clock::now();
+      {
+        const MemoryTracker::Unmeasured off_the_books;  // the timeline and the peaks are the steps'
+        line.val_loss = validation_loss(model, data, progress.eval_batches, cfg.mbs, cfg.seq);
+      }
+      require_finite_loss(line.val_loss, step, "validation loss");
+      r.val_steps.push_back(step);
+      r.val_losses.push_back(line.val_loss);
+      eval_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - te).count();
+    }
+    if (!progress.quiet) std::printf("  %s\n", progress_line(line).c_str());
+  }
+  synchronize(cfg.device);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - eval_seconds;
+  return r;
+}
+
 int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli("ch01_memory", "memory of one training step: parameters, gradients, optimizer states, activations");
   cli.add_common("out/01_memory");
@@ -68,56 +120,19 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   tracker.record_timeline(true);
   tracker.mark("start");
 
-  // 1. The training state: parameters and gradients now, optimizer states at the first step
-  //    (as PyTorch allocates Adam's states lazily, which is what the playbook's profile shows).
+  // 1. The training state: parameters and gradients now, optimizer states at the first step.
   ParamStore params(mc, cfg.dtype, cfg.device);
   params.init(cfg.seed);
   Model model(params, cfg.model_options());
-  std::unique_ptr<AdamW> optimizer;
+  std::unique_ptr<AdamW> optimizer;  // kept to the end: its states are part of the breakdown
 
-  // 3. Training steps with the timeline; 2. is measured during the first forward.
-  std::vector<double> losses, val_losses;
-  std::vector<std::int64_t> val_steps;
-  LayerMeasurement layer;
-  double eval_seconds = 0;  // left out of the tokens/s
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    const auto ts = std::chrono::steady_clock::now();
-    const Batch batch = data.batch(step, 0, cfg.mbs, cfg.seq);
-    tracker.mark("forward");
-    const double loss = model.forward(batch.inputs, batch.targets);
-    if (step == 0) layer = measure_layer(model, cfg);
-    tracker.mark("backward");
-    model.backward();
-    tracker.mark("optimizer");
-    if (!optimizer) optimizer = std::make_unique<AdamW>(params, cfg.adamw);
-    optimizer->step(params);
-    params.zero_grad();
-    losses.push_back(loss);
-    require_finite_loss(loss, step);
-    synchronize(cfg.device);
-    StepProgress line{step, loss, std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count(),
-                      cfg.tokens_per_micro_batch(), 1, static_cast<double>(model.flops().model()), peak_flops};
-    if (progress.evaluates(step, cfg.steps)) {
-      const auto te = std::chrono::steady_clock::now();
-      {
-        const MemoryTracker::Unmeasured off_the_books;  // the timeline and the peaks are the steps'
-        line.val_loss = validation_loss(model, data, progress.eval_batches, cfg.mbs, cfg.seq);
-      }
-      require_finite_loss(line.val_loss, step, "validation loss");
-      val_steps.push_back(step);
-      val_losses.push_back(line.val_loss);
-      eval_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - te).count();
-    }
-    if (!progress.quiet) std::printf("  %s\n", progress_line(line).c_str());
-  }
-  synchronize(cfg.device);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - eval_seconds;
+  // 3. The training steps (2. is measured during the first forward).
+  const TrainedSteps run = train_steps(params, model, optimizer, cfg, data, progress, peak_flops);
   tracker.mark("end");
   tracker.record_timeline(false);
 
-  const Breakdown breakdown = compare_with_counts(params, model, cfg, layer);
-  print_breakdown(std::cout, breakdown, layer);
+  const Breakdown breakdown = compare_with_counts(params, model, cfg, run.layer);
+  print_breakdown(std::cout, breakdown, run.layer);
 
   // 4. The calculator's playbook-formula view of the same run, and the 8B/70B/405B sweep.
   const calc::MemorySweep sweep = calc::figure_memory_vs_seq();
@@ -127,10 +142,10 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   tracker.write_timeline_csv(out + "/memory_timeline.csv");
   write_breakdown_csv(out + "/breakdown.csv", breakdown);
   write_training_summary(rt.world(), out + "/summary.json",
-                         {.chapter = "01_memory", .losses = losses,
-                          .tokens_per_second = static_cast<double>(cfg.steps * cfg.tokens_per_micro_batch()) / seconds,
+                         {.chapter = "01_memory", .losses = run.losses,
+                          .tokens_per_second = static_cast<double>(cfg.steps * cfg.tokens_per_micro_batch()) / run.seconds,
                           .flags_json = cli.values_json(),
-                          .chapter_json = results_json(breakdown, layer, val_steps, val_losses)});
+                          .chapter_json = results_json(breakdown, run.layer, run.val_steps, run.val_losses)});
   std::cout << "\nwrote " << out << "/summary.json, breakdown.csv, memory_timeline.csv, memory_vs_seq.csv\n";
   return breakdown.all_match() ? 0 : 1;
 }
