@@ -408,6 +408,15 @@ Tensor forward_head(const ParamStore& P, LinearHook& linears, const Tensor& x, s
   return logits;
 }
 
+// What forward_stage needs before it looks at the input's tensors: one attention at a time (a hook
+// or a probabilities maker, not both), and the batch's B and T.
+void check_forward_request(const ModelOptions& options, bool probs_maker, const StageInput& in) {
+  USP_CHECK(!(options.attention && probs_maker),
+            "Model: an attention hook (ModelOptions::attention) and an attention-probabilities maker cannot both "
+            "be set");
+  USP_CHECK(in.batch > 0 && in.seq > 0, "Model::forward_stage: the batch's B and T must be given");
+}
+
 // What forward_stage needs of its input: the tokens on the first stage, the previous stage's
 // output x [n, C] on the others, the targets on the last; tokens and targets [B, T] i32; T within
 // the model's max_seq.
@@ -550,11 +559,8 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   const ModelConfig& c = config();
   USP_CHECK(impl_->passes.count(id) == 0, "Model::forward_stage: micro-batch " + std::to_string(id) +
                                               " already has a forward waiting for its backward");
-  USP_CHECK(!(options_.attention && attention_probs_),
-            "Model: an attention hook (ModelOptions::attention) and an attention-probabilities maker cannot both "
-            "be set");
+  check_forward_request(options_, static_cast<bool>(attention_probs_), in);
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
-  USP_CHECK(in.batch > 0 && in.seq > 0, "Model::forward_stage: the batch's B and T must be given");
   const std::int64_t N = in.batch * in.seq;
   const std::int64_t n = linears_->stream_rows(N);
   check_stage_input(c, in, first == 0, last == head_unit, n);
