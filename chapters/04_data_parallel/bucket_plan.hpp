@@ -48,7 +48,8 @@ struct BucketPlan {
 // bucket but the last has bytes >= cap_bytes and was below the cap before its last parameter; the
 // last one may stay below it. plan.cap_bytes and plan.dtype are the arguments.
 // The plan is only right if the layout is what ParamStore makes, so it checks that first. Errors
-// (usp::Error, the message exactly this; the first one that applies, parameters in index order):
+// (usp::Error, the message exactly this; the first that applies, in this order, the parameters
+// from index 0 up, each one's elements checked before its offset):
 //   "bucket_plan: the cap must be positive, got <cap_bytes> bytes"
 //   "bucket_plan: no parameters"
 //   "bucket_plan: parameter <i> (<name>) has <numel> elements"                    (numel < 1)
