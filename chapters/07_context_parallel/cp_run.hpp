@@ -43,6 +43,8 @@ struct VariantResult {
   std::vector<std::vector<Block>> blocks_per_step;  // the last forward's (AttentionWork)
   double hidden = -1;                  // traced variants: hidden_fraction of its attention's comm
   std::vector<float> parameters;       // the final parameters (every rank holds them all)
+  std::vector<std::int64_t> val_steps;  // --eval-every: the steps after which ...
+  std::vector<double> val_losses;       // ... the held-out loss was evaluated, and that loss
 
   double median_step_seconds() const;
   double median_attention_seconds() const;
@@ -51,8 +53,14 @@ struct VariantResult {
 // Trains cfg.steps steps of the variant on world's ranks through `runner` (the steps, their
 // times, the traced last step, the losses' mean over its metrics communicator: variant_runner.hpp),
 // so that the trainer's groups count exactly what the variant communicates.
+// With eval_batches > 0, the variant has the runner's validation hook (--eval-every): the held-out
+// loss in the layout itself, each cp rank evaluating its tokens of its replica's held-out batches
+// (dp_rank, dp_rank + dp, ...: validation_loss.hpp) through the context-parallel attention, the
+// batch's loss the mean over the cp ranks (they hold as many tokens), over groups of the metrics
+// communicator. The attention's traffic is taken out of cp_comm (held_out_traffic.hpp), its memory
+// out of the peaks, its work out of blocks_per_step.
 VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant);
+                          const Variant& variant, std::int64_t eval_batches = 0);
 
 // The bytes of `category` one attention forward holds at its peak above what was held when it
 // began, on q [B, T, H, D], k, v [B, T, G, D] (collective over the attention's group): Temporary

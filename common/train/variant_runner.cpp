@@ -55,8 +55,9 @@ double peak_flops(Device device) {
 
 void add_runner_flags(Cli& cli) {
   cli.add_flag("quiet", "no line per step (tables and summary.json only)");
-  refuse_eval_flags(cli, "this chapter measures the memory and the traffic of its variants' training steps, "
-                         "which an evaluation on every rank would add to");
+  refuse_eval_flags(cli, "this chapter's pipeline stages each hold only their units, and a stage's forward "
+                         "(Model::forward_stage) keeps its activations until that micro-batch's backward: there is "
+                         "no forward-only pass through the stages to evaluate the held-out loss with");
 }
 
 ProgressFlags runner_flags_from(const Cli& cli) {

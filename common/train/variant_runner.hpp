@@ -80,12 +80,13 @@ struct RunnerSettings {
   std::string trace_dir = {};         // where traced variants are written (the chapter's --out)
 };
 
-// The runner's flag: --quiet (no progress lines). Not --eval-every (refused with the reason below,
-// refuse_eval_flags): the parallel chapters 05-10
-// measure the memory and the traffic of the training steps, which a held-out forward on every rank
-// would add to (and a pipeline stage cannot run the whole model). A chapter whose ranks each hold
-// the whole model (chapter 04) adds step_progress.hpp's flags instead and gives its variants a
-// validation hook that keeps the evaluation out of what it measures.
+// The runner's flag for the pipeline chapters (08, 10): --quiet (no progress lines). Not
+// --eval-every (refused with the reason, refuse_eval_flags): a pipeline stage holds only its
+// units, and its forward (Model::forward_stage) keeps the activations until the micro-batch's
+// backward, so there is no forward-only pass through the stages. The other parallel chapters
+// (04-07, 09) add step_progress.hpp's flags instead and give their variants a validation hook that
+// evaluates in their own layout and keeps the evaluation out of what they measure (the peaks:
+// MemoryTracker::Unmeasured; the bytes: held_out_traffic.hpp).
 void add_runner_flags(Cli& cli);
 ProgressFlags runner_flags_from(const Cli& cli);
 
