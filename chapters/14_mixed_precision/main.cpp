@@ -110,7 +110,8 @@ Cli chapter_cli() {
           "and, on a GPU with FP8 tensor cores, cuBLASLt's FP8 GEMM against bf16 cuBLAS");
   cli.add_common("out/14_mixed_precision");
   add_training_flags(cli, {"usp-small", 128, 4, 30, 3e-3});
-  cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", 1.0, 1e30);
+  cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", kMinLossScale,
+                kMaxLossScale);
   cli.add_int("growth-interval", 4, "good steps in a row before the loss scale doubles", 1, 1 << 30);
   add_step_lines_flag(cli);
   return cli;
