@@ -1,5 +1,7 @@
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
 
+#include <algorithm>
+
 #include "common/comm/broadcast_double.hpp"
 #include "common/data/tokens_at.hpp"
 #include "common/device.hpp"
@@ -40,13 +42,23 @@ Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d la
   params_ = std::make_unique<ch08::StageParams>(cfg, mine, TpShard{layout_.tp, mesh_->tp().rank()},
                                                 EpShard{layout_.ep, layout_.ep > 1 ? mesh_->ep().rank() : 0},
                                                 /*with_optimizer=*/layout_.zero == 0);
+  // Without ZeRO the chunks report each final gradient to chapter 04's sync; a zero-bubble
+  // schedule's W computes the weight gradients after the reports, so there they wait for the step's end.
+  const std::vector<ch08::Op>& list = schedule_.ops[static_cast<std::size_t>(r)];
+  const bool split = std::any_of(list.begin(), list.end(), [](const ch08::Op& op) { return op.kind == ch08::OpKind::W; });
   optimizer_ = std::make_unique<StageOptimizer>(*params_, cfg.adamw, layout_.zero, mesh_->dp_cp(),
-                                                layout_.ep > 1 ? &mesh_->ep_dp() : nullptr);
+                                                layout_.ep > 1 ? &mesh_->ep_dp() : nullptr,
+                                                StageOptimizer::SyncTiming{layout_.m, split});
   std::vector<Model*> models;
   for (const ch08::UnitRange& u : mine) {
     ModelOptions o = options;
     o.stage = {u.first, u.last};
     chunks_.push_back(std::make_unique<Model>(params_->store(), o));
+    if (StageGradSync* sync = optimizer_->gradient_sync()) {
+      ModelHooks hooks;
+      sync->attach(hooks);
+      chunks_.back()->set_hooks(std::move(hooks));
+    }
     models.push_back(chunks_.back().get());
   }
   last_rank_ = schedule_.layout.rank_of(schedule_.layout.num_stages() - 1);
@@ -63,6 +75,7 @@ Step5d Trainer5d::step(const std::vector<Batch>& micro_batches) {
   local.reserve(micro_batches.size());
   for (const Batch& b : micro_batches) local.push_back(positions_.empty() ? b : tokens_at(b, positions_));
   Step5d out;
+  if (StageGradSync* sync = optimizer_->gradient_sync()) sync->begin_step();
   out.executed = executor_->run(local, 1.0f / static_cast<float>(layout_.m));
   out.loss = broadcast_double(*loss_comm_, last_rank_, out.executed.loss_sum / layout_.m);
   optimizer_->step();

@@ -12,9 +12,10 @@
 //                    all-to-all); a stage boundary carries a rank's tokens only;
 //   EP (chapter 09)  a mixture of experts' experts spread over ep of the dp ranks (all-to-all of
 //                    token rows in every MoE layer);
-//   DP (chapter 04)  replicas take their own micro-batches; StageOptimizer averages the gradients
-//                    over the dp·cp ranks of a (tp, pp) coordinate, or runs chapter 05's ZeRO-1
-//                    step (exercise 05.1) over them.
+//   DP (chapter 04)  replicas take their own micro-batches; the gradients are averaged over the
+//                    dp·cp ranks of a (tp, pp) coordinate by chapter 04's bucketed sync, launched as
+//                    the chunks' last backward passes make them final (StageGradSync, exercises
+//                    04.1 and 04.2), or by chapter 05's ZeRO-1 step (exercise 05.1) in StageOptimizer.
 //
 // Every rank of replica d (its dp coordinate) is given the same m micro-batches of mbs whole
 // sequences (the data rule's samples d·m·mbs ..); a CP rank keeps its tokens of each. Each
