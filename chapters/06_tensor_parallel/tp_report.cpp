@@ -29,9 +29,7 @@ report::Table variant_numbers_table() {
                                    {.key = "micro_batches"}, {.key = "rank"}};
   c.push_back({.key = "tp_rank"});
   c.push_back({.key = "dp_rank"});
-  add_memory_columns(c, "peak_", MemColumns::all);
-  c.push_back({.key = "peak_total"});
-  add_memory_columns(c, "resident_", MemColumns::state);
+  add_rank_memory_columns(c);
   c.push_back({.key = "layer_activation_measured"});
   c.push_back({.key = "layer_activation_formula"});
   add_traffic_columns(c, kGroups);
@@ -43,9 +41,7 @@ report::Table variant_numbers_table() {
 
 std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   std::vector<std::int64_t> v = {r.tp_rank, r.dp_rank};
-  add_memory_values(v, r.peak, MemColumns::all);
-  v.push_back(r.peak_total);
-  add_memory_values(v, r.resident, MemColumns::state);
+  add_rank_memory_values(v, r.memory);
   v.insert(v.end(), {r.layer_saved, r.layer_formula});
   const std::vector<GroupTraffic> traffic = {{r.tp_comm, r.counted.tp_bytes, r.counted.tp_calls},
                                              {r.dp_comm, r.counted.dp_bytes, r.counted.dp_calls}};

@@ -29,9 +29,7 @@ report::Table variant_numbers_table() {
   std::vector<report::Column> c = {{.key = "label"}, {.key = "attention"}, {.key = "sharding"}, {.key = "cp"},
                                    {.key = "dp"},    {.key = "micro_batches"}, {.key = "rank"}};
   for (const char* k : {"cp_rank", "dp_rank"}) c.push_back({.key = k});
-  add_memory_columns(c, "peak_", MemColumns::all);
-  c.push_back({.key = "peak_total"});
-  add_memory_columns(c, "resident_", MemColumns::state);
+  add_rank_memory_columns(c);
   for (const char* k : {"attention_forward_peak_temporary", "attention_kv_formula", "attention_kv_measured",
                         "attention_blocks"})
     c.push_back({.key = k});
@@ -50,9 +48,7 @@ constexpr std::size_t kTimeFields = 3;
 
 std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   std::vector<std::int64_t> v = {r.cp_rank, r.dp_rank};
-  add_memory_values(v, r.peak, MemColumns::all);
-  v.push_back(r.peak_total);
-  add_memory_values(v, r.resident, MemColumns::state);
+  add_rank_memory_values(v, r.memory);
   std::int64_t blocks = 0;
   for (const auto& s : r.blocks_per_step) blocks += static_cast<std::int64_t>(s.size());
   v.insert(v.end(), {r.attention_peak, r.kv_formula, r.kv_measured, blocks});

@@ -25,6 +25,24 @@ void add_memory_values(std::vector<std::int64_t>& row, const MemCounts& counts, 
   for (MemCategory m : mem_categories(which)) row.push_back(counts[m]);
 }
 
+RankMemory settled_memory(const std::vector<Communicator*>& groups) {
+  for (Communicator* g : groups) g->barrier();
+  const MemoryTracker& tracker = MemoryTracker::instance();
+  return {tracker.current(), tracker.peak(), tracker.peak_total()};
+}
+
+void add_rank_memory_columns(std::vector<report::Column>& columns) {
+  add_memory_columns(columns, "peak_", MemColumns::all);
+  columns.push_back({.key = "peak_total"});
+  add_memory_columns(columns, "resident_", MemColumns::state);
+}
+
+void add_rank_memory_values(std::vector<std::int64_t>& row, const RankMemory& m) {
+  add_memory_values(row, m.peak, MemColumns::all);
+  row.push_back(m.peak_total);
+  add_memory_values(row, m.resident, MemColumns::state);
+}
+
 std::string traffic_key(const std::string& what, const std::string& group, CommOp op) {
   return what + "_" + group + "_" + comm_op_name(op);
 }

@@ -28,6 +28,21 @@ void add_memory_columns(std::vector<report::Column>& columns, const std::string&
 // The values of those columns: counts[category], in the same order.
 void add_memory_values(std::vector<std::int64_t>& row, const MemCounts& counts, MemColumns which);
 
+// This rank's tracked memory at the end of a variant's steps.
+struct RankMemory {
+  MemCounts resident;           // what the trainer keeps between steps
+  MemCounts peak;               // each category's peak since the tracker's last reset_peak
+  std::int64_t peak_total = 0;  // the peak of the total (not the sum of the peaks)
+};
+// Read once every group has let go of its collectives' buffers: the communicator's progress
+// thread lets them go just after an op completes, and an op queued behind them (a barrier on
+// each group, in turn) completes only once they are gone, so the tracker then shows exactly
+// the state the trainer keeps. Collective over each group.
+RankMemory settled_memory(const std::vector<Communicator*>& groups);
+// The columns peak_<category> (all), peak_total, resident_<category> (state), and their values.
+void add_rank_memory_columns(std::vector<report::Column>& columns);
+void add_rank_memory_values(std::vector<std::int64_t>& row, const RankMemory& m);
+
 // The ops a group's columns show, and its name in them ("tp", "dp_cp").
 struct GroupOps {
   std::string group;
