@@ -2,7 +2,7 @@
 // once: its memory by category, and each of its communication groups' traffic next to the
 // count of what the variant should send.
 //
-//   memory:  peak_parameter .. peak_temporary, resident_parameter .. resident_optimizer_state
+//   memory:  peak_parameter .. peak_temporary, peak_total, resident_parameter .. resident_optimizer_state
 //   traffic: <what>_<group>_<op>, what = sent | counted | calls | counted_calls (per step: the
 //            communicator's bytes and calls, then the count's), each group's ops in turn:
 //            sent_tp_all_reduce, sent_tp_reduce_scatter, .., sent_dp_all_reduce, counted_tp_...
