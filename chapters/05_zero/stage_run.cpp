@@ -5,6 +5,7 @@
 
 #include "common/model/model.hpp"
 #include "common/train/validation_loss.hpp"
+#include "common/train/variant_numbers.hpp"
 
 namespace usp::ch05 {
 
@@ -56,12 +57,9 @@ StageResult run_stage(VariantRunner& runner, Communicator& dp, Communicator& met
   };
   steps.after_steps = [&] {
     r.comm = dp.stats();
-    // A collective's buffers are let go by the communicator's progress thread just after the op
-    // completes; an op queued behind them (this barrier) completes only once they are gone, so
-    // the tracker now shows exactly the state the trainer keeps.
-    dp.barrier();
-    r.resident = tracker.current();
-    r.peak = tracker.peak();
+    const RankMemory settled = settled_memory({&dp});
+    r.resident = settled.resident;
+    r.peak = settled.peak;
     r.max_units_held = trainer.max_units_held();
   };
   if (eval_batches > 0)

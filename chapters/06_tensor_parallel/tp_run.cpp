@@ -55,14 +55,7 @@ VariantResult run_variant(VariantRunner& runner, Communicator& world, const Trai
     r.tp_comm = held_out.training_stats();
     r.dp_comm = trainer.dp().stats();
     r.layer_saved = trainer.model().measured_saved_bytes()[1];
-    // A collective's buffers are let go by the communicator's progress thread just after the op
-    // completes; an op queued behind them (these barriers) completes only once they are gone, so
-    // the tracker now shows exactly the state the trainer keeps.
-    trainer.tp().barrier();
-    trainer.dp().barrier();
-    r.resident = tracker.current();
-    r.peak = tracker.peak();
-    r.peak_total = tracker.peak_total();
+    r.memory = settled_memory({&trainer.tp(), &trainer.dp()});
     if (hooks.after_training) hooks.after_training(trainer);
   };
   const VariantRun run = runner.run(steps);

@@ -12,6 +12,7 @@
 #include "chapters/06_tensor_parallel/tp_trainer.hpp"
 #include "common/data/dataset.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_numbers.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace usp::ch06 {
@@ -29,9 +30,7 @@ struct VariantResult {
   Variant variant;
   int tp_rank = 0, dp_rank = 0;
   std::vector<double> losses;      // the global mean loss per step (the runner's)
-  MemCounts resident;              // this rank's tracked bytes after the last step
-  MemCounts peak;                  // this rank's peaks, from the trainer built (and loaded) to the end
-  std::int64_t peak_total = 0;     // the peak of the total (not the sum of the peaks)
+  RankMemory memory;               // this rank's after the last step; the peaks from the trainer built (and loaded)
   std::int64_t layer_saved = 0;    // the tracker's Activation growth while layer 0 ran forward
   std::int64_t layer_formula = 0;  // layer_activation_formula
   CommStats tp_comm, dp_comm;      // this rank, all steps

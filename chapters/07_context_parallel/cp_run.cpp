@@ -119,13 +119,7 @@ VariantResult run_variant(VariantRunner& runner, Communicator& world, const Trai
   steps.after_steps = [&] {
     r.cp_comm = held_out.training_stats();
     r.dp_cp_comm = trainer.dp_cp().stats();
-    // An op queued behind the collectives completes only once their buffers are let go: the
-    // tracker then shows exactly the state the trainer keeps.
-    trainer.cp().barrier();
-    trainer.dp_cp().barrier();
-    r.resident = tracker.current();
-    r.peak = tracker.peak();
-    r.peak_total = tracker.peak_total();
+    r.memory = settled_memory({&trainer.cp(), &trainer.dp_cp()});
     // One attention forward on a layer's shapes, after the counters above are read.
     const ModelConfig& m = cfg.model;
     const std::int64_t T = cfg.seq / variant.layout.cp, D = m.head_dim();

@@ -13,6 +13,7 @@
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 #include "common/data/dataset.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_numbers.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace usp::ch07 {
@@ -30,9 +31,7 @@ struct VariantResult {
   Variant variant;
   int cp_rank = 0, dp_rank = 0, dp_cp_rank = 0;
   std::vector<double> losses;          // the global mean loss per step (the runner's)
-  MemCounts resident;                  // this rank's tracked bytes after the last step
-  MemCounts peak;                      // this rank's peaks over the steps
-  std::int64_t peak_total = 0;         // the peak of the total (not the sum of the peaks)
+  RankMemory memory;                   // this rank's after the last step; the peaks over the steps
   std::int64_t attention_peak = 0;     // one attention forward's peak Temporary (attention_forward_peak)
   std::int64_t kv_formula = 0;         // attention_kv_bytes
   std::int64_t kv_measured = 0;        // one attention forward's peak CommBuffer: the K/V it received
