@@ -695,34 +695,56 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
             "Model::evaluate runs the whole model, not a pipeline stage");
   check_batch(config(), inputs, targets);
-  const Tensor logits = forward_logits(inputs);
-  const Tensor labels = on_device(targets, params_.device());
+  Tensor unused;
+  return evaluate_stage({.tokens = inputs, .targets = targets, .batch = inputs.dim(0), .seq = inputs.dim(1)}, unused);
+}
+
+double Model::evaluate_stage(const StageInput& in, Tensor& x_out) {
+  const Tensor out = forward_kept_nothing(in);
+  if (last_unit() != params_.num_units() - 1) {
+    x_out = out;
+    return 0.0;
+  }
+  const Tensor labels = on_device(in.targets, params_.device());
   Tensor unused_state;
-  return linears_->loss_forward(logits, labels.reshape({labels.numel()}), unused_state);
+  return linears_->loss_forward(out, labels.reshape({labels.numel()}), unused_state);
 }
 
 Tensor Model::forward_logits(const Tensor& inputs) {
-  const ModelConfig& c = config();
   USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
             "Model::forward_logits runs the whole model, not a pipeline stage");
-  check_batch(c, inputs, inputs);
-  const std::int64_t B = inputs.dim(0), T = inputs.dim(1), N = B * T;
+  check_batch(config(), inputs, inputs);
+  return forward_kept_nothing({.tokens = inputs, .targets = inputs, .batch = inputs.dim(0), .seq = inputs.dim(1)});
+}
+
+Tensor Model::forward_kept_nothing(const StageInput& in) {
+  const ModelConfig& c = config();
+  check_forward_request(options_, static_cast<bool>(attention_probs_), in);
+  const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
+  const std::int64_t B = in.batch, T = in.seq, N = B * T;
+  const std::int64_t n = linears_->stream_rows(N);
+  check_stage_input(c, in, first == 0, last == head_unit, n);
   const DType adt = options_.activation_dtype;
   const Device dev = params_.device();
-  const Tensor tokens = on_device(inputs, dev);
-  Tensor x = Tensor::empty({linears_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
-  linears_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
+  Tensor x = in.x.defined() ? in.x.reshape({n, c.hidden}) : Tensor();
+  if (first == 0) {
+    const Tensor tokens = on_device(in.tokens, dev);
+    x = Tensor::empty({n, c.hidden}, adt, MemCategory::Temporary, dev);
+    linears_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
+  }
   const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, B, T, adt};
   LayerSaved unused;
   aux_loss_ = 0;
   routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
-  for (std::int64_t l = 0; l < c.layers; ++l) {
+  for (int u = std::max(first, 1); u <= std::min(last, head_unit - 1); ++u) {
+    const std::int64_t l = u - 1;
     x = forward_layer(ctx, l, x, Keep::nothing, unused);
     if (c.is_moe()) {
       routing_[static_cast<std::size_t>(l)] = unused.moe.routing;
       aux_loss_ += c.router_aux_loss_coef * unused.moe.routing.aux / static_cast<double>(c.layers);
     }
   }
+  if (last != head_unit) return x;
   HeadSaved head;
   return forward_head(params_, *linears_, x, N, adt, /*keep=*/false, head);
 }

@@ -127,6 +127,12 @@ class Model {
   // stage ends at the embedding (dx_out undefined), the others set dx_out [n, C] f32, the
   // gradient of their input, for the previous stage.
   void backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& dx_out);
+  // Forward-only through the stage (evaluation): nothing is kept for a backward, no hook is
+  // called, every tensor it makes is a Temporary (the tracker's Activation curve is untouched).
+  // The same input as forward_stage; the last stage returns the micro-batch's mean loss (x_out
+  // stays undefined), the others return 0 and set x_out [n, C] (a Temporary: send it, then drop it).
+  // The whole model (one stage) gives evaluate's loss.
+  double evaluate_stage(const StageInput& in, Tensor& x_out);
   int first_unit() const;
   int last_unit() const;
   int passes_held() const;  // forwards waiting for their backward (activations in flight)
@@ -169,6 +175,9 @@ class Model {
   ExpertParallel* ep_;  // options_.expert_parallel, or &single_device_experts_
   UnfusedResidualNorm unfused_norm_;
   ResidualNorm* rn_;  // options_.residual_norm, or &unfused_norm_
+  // evaluate_stage's and forward_logits' pass: the stage's units, keeping nothing; returns the
+  // logits [N, V] on the last stage, the stage's output x [n, C] on the others.
+  Tensor forward_kept_nothing(const StageInput& in);
   double aux_loss_ = 0;
   std::vector<MoeRouting> routing_;
   std::unique_ptr<Impl> impl_;
