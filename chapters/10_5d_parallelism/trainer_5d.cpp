@@ -7,6 +7,7 @@
 #include "common/device.hpp"
 #include "common/error.hpp"
 #include "common/train/training_comms.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch10 {
 
@@ -81,6 +82,16 @@ Step5d Trainer5d::step(const std::vector<Batch>& micro_batches) {
   optimizer_->step();
   synchronize_compute(params_->store().device());  // a GPU's queued work belongs to this step
   return out;
+}
+
+double Trainer5d::held_out_loss(Communicator& replicas, const Dataset& data, std::int64_t batches, std::int64_t mbs,
+                                std::int64_t seq) {
+  auto evaluate = [&](const Batch& batch) {
+    return executor_->evaluate(positions_.empty() ? batch : tokens_at(batch, positions_));
+  };
+  // Meaningful on the last stage's ranks (the others' losses are 0 there): shared from them.
+  const double last_stage = validation_loss(replicas, evaluate, data, batches, mbs, seq);
+  return broadcast_double(*loss_comm_, last_rank_, last_stage);
 }
 
 }  // namespace usp::ch10
