@@ -81,7 +81,11 @@ struct StageInput {
 struct ModelHooks {
   std::function<void(int unit)> before_forward, after_forward;
   std::function<void(int unit)> before_backward, after_backward;
-  // Parameter i's gradient is final for this backward pass (called in reverse order).
+  // Parameter i's gradient is final for this backward pass: once per pass and parameter, when
+  // nothing of this pass will add to it any more. In reverse parameter order as backward goes,
+  // except that a linear block's weight is reported once the LinearHook has computed its gradient
+  // (LinearHook::after_weight_grads): during backward, or, when chapter 08's WeightGradQueue defers
+  // the weight gradients of a B, during its W, after backward_stage has returned.
   std::function<void(int param_index)> grad_ready;
 };
 
