@@ -723,6 +723,7 @@ Tensor Model::forward_logits(const Tensor& inputs) {
   USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
             "Model::forward_logits runs the whole model, not a pipeline stage");
   check_batch(config(), inputs, inputs);
+  // The targets are not read (no loss here); the stage input's check asks the last stage for them.
   return forward_kept_nothing({.tokens = inputs, .targets = inputs, .batch = inputs.dim(0), .seq = inputs.dim(1)});
 }
 
