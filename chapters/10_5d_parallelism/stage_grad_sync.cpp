@@ -45,8 +45,8 @@ std::vector<Run> unit_runs(ParamStore& store, int unit, bool experts_apart) {
 }  // namespace
 
 StageGradSync::StageGradSync(ch08::StageParams& params, Communicator& replicas, Communicator* expert_replicas,
-                             int passes, bool deferred, std::int64_t cap_bytes)
-    : replicas_(replicas), expert_replicas_(expert_replicas), passes_(passes), deferred_(deferred) {
+                             int passes, std::int64_t cap_bytes)
+    : replicas_(replicas), expert_replicas_(expert_replicas), passes_(passes) {
   USP_CHECK(passes_ >= 1, "StageGradSync: at least one backward pass per step");
   ParamStore& store = params.store();
   place_.assign(store.infos().size(), Place{});
@@ -71,7 +71,7 @@ StageGradSync::StageGradSync(ch08::StageParams& params, Communicator& replicas, 
 StageGradSync::~StageGradSync() = default;
 
 void StageGradSync::attach(ModelHooks& hooks) {
-  if (!deferred_) hooks.grad_ready = [this](int param) { grad_ready(param); };
+  hooks.grad_ready = [this](int param) { grad_ready(param); };
 }
 
 void StageGradSync::begin_step() {
@@ -87,11 +87,6 @@ void StageGradSync::grad_ready(int param) {
 }
 
 void StageGradSync::finish() {
-  if (deferred_)  // every gradient is final now: report them in the order backward produces them
-    for (int i = static_cast<int>(place_.size()) - 1; i >= 0; --i) {
-      const Place at = place_[static_cast<std::size_t>(i)];
-      if (at.buffer >= 0) ready_[static_cast<std::size_t>(at.buffer)].grad_ready(at.param);
-    }
   for (auto& sync : syncs_) sync->finish();
   // Experts held apart: each accumulated the losses of its whole ep group, so the sum over the
   // expert data-parallel group divided by dp·cp is the global batch's mean (chapter 09).

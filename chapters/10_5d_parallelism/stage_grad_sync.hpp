@@ -13,9 +13,9 @@
 // micro-batch, in any interleaving with the other chunks), each reporting every parameter of the
 // chunk through ModelHooks::grad_ready; the m-th report of a parameter is its final one, and goes
 // to its GradientSync, which launches each bucket as soon as all of it is final (plan order), while
-// the pipeline keeps computing. A zero-bubble schedule splits backward: B reports the linear
-// weights before W (which nobody reports) computes their gradients, so there every gradient is
-// reported after the step's last op instead (deferred: same buckets, no overlap).
+// the pipeline keeps computing. Under a zero-bubble schedule's split backward the linear weights'
+// reports come from W, which computes their gradients (the norms' and the embedding's from B), so
+// the buckets launch there, overlapping the ops that follow.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -32,19 +32,17 @@ class StageGradSync {
   // params: the rank's units (their gradient buffers materialized). replicas: the dp·cp group.
   // expert_replicas: the expert data-parallel group (ep > 1; null: the experts are everywhere and
   // average like the rest). Not owned. passes: backward passes of each chunk per step (m).
-  // deferred: report at finish() instead of from the models' hooks (zero-bubble schedules).
   StageGradSync(ch08::StageParams& params, Communicator& replicas, Communicator* expert_replicas, int passes,
-                bool deferred, std::int64_t cap_bytes = ch04::kDefaultBucketCapBytes);
+                std::int64_t cap_bytes = ch04::kDefaultBucketCapBytes);
   ~StageGradSync();
   StageGradSync(const StageGradSync&) = delete;  // the models' hooks point at this object
   StageGradSync& operator=(const StageGradSync&) = delete;
 
-  // Sets a chunk model's hooks.grad_ready (other hooks are kept). Nothing when deferred.
+  // Sets a chunk model's hooks.grad_ready (other hooks are kept).
   void attach(ModelHooks& hooks);
   // Before the step's first backward: no report counted yet, every buffer waiting for its final one.
   void begin_step();
-  // After the step's last op: waits for every launched bucket (deferred: reports every gradient
-  // first), then reduces the experts held apart. Every held gradient is then the global batch's.
+  // After the step's last op: waits for every launched bucket, then reduces the experts held apart. Every held gradient is then the global batch's.
   // Error (from chapter 04's finish) when a bucket was never complete: a parameter reported fewer
   // than `passes` times.
   void finish();
@@ -64,7 +62,6 @@ class StageGradSync {
   std::vector<Place> place_;                                // [store parameter]
   std::vector<int> reports_;                                // [store parameter]: this step's
   int passes_;
-  bool deferred_;
 
   void grad_ready(int param);
 };

@@ -9,11 +9,11 @@
 namespace usp::ch10 {
 
 StageOptimizer::StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg, int zero, Communicator& replicas,
-                               Communicator* expert_replicas, SyncTiming timing)
+                               Communicator* expert_replicas, int passes)
     : params_(params), zero_(zero), replicas_(replicas), expert_replicas_(expert_replicas) {
   if (zero_ == 0) {
     if (replicas_.size() > 1)
-      sync_ = std::make_unique<StageGradSync>(params_, replicas_, expert_replicas_, timing.passes, timing.deferred);
+      sync_ = std::make_unique<StageGradSync>(params_, replicas_, expert_replicas_, passes);
     return;
   }
   USP_CHECK(zero_ == 1 && expert_replicas_ == nullptr, "StageOptimizer: ZeRO-1 without expert parallelism only");

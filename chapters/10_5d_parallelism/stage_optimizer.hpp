@@ -34,14 +34,10 @@ class StageOptimizer {
  public:
   // params: built with an optimizer for zero 0, without one for zero 1. replicas: the dp·cp group.
   // expert_replicas: the expert data-parallel group (ep > 1 only; null: the experts are
-  // everywhere and average like the rest). Not owned. timing: when the chunks' gradients are
-  // final (zero 0 with replicas: StageGradSync's passes and deferred).
-  struct SyncTiming {
-    int passes = 1;         // backward passes of each chunk per step (m)
-    bool deferred = false;  // a zero-bubble schedule: report the gradients after the step's last op
-  };
+  // everywhere and average like the rest). Not owned. passes: backward passes of each chunk per
+  // step (m; zero 0 with replicas: the report that makes a gradient final is StageGradSync's m-th).
   StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg, int zero, Communicator& replicas,
-                 Communicator* expert_replicas, SyncTiming timing);
+                 Communicator* expert_replicas, int passes);
   ~StageOptimizer();
 
   // The gradient sync the chunk models report to (attach, then begin_step before each step's

@@ -7,6 +7,7 @@
 #include "common/device.hpp"
 #include "common/error.hpp"
 #include "common/train/training_comms.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch10 {
 
@@ -42,13 +43,10 @@ Trainer5d::Trainer5d(Communicator& world, const TrainingConfig& cfg, Layout5d la
   params_ = std::make_unique<ch08::StageParams>(cfg, mine, TpShard{layout_.tp, mesh_->tp().rank()},
                                                 EpShard{layout_.ep, layout_.ep > 1 ? mesh_->ep().rank() : 0},
                                                 /*with_optimizer=*/layout_.zero == 0);
-  // Without ZeRO the chunks report each final gradient to chapter 04's sync; a zero-bubble
-  // schedule's W computes the weight gradients after the reports, so there they wait for the step's end.
-  const std::vector<ch08::Op>& list = schedule_.ops[static_cast<std::size_t>(r)];
-  const bool split = std::any_of(list.begin(), list.end(), [](const ch08::Op& op) { return op.kind == ch08::OpKind::W; });
+  // Without ZeRO the chunks report each final gradient to chapter 04's sync (under a zero-bubble
+  // schedule a linear weight's from its W, where its gradient is computed: ModelHooks::grad_ready).
   optimizer_ = std::make_unique<StageOptimizer>(*params_, cfg.adamw, layout_.zero, mesh_->dp_cp(),
-                                                layout_.ep > 1 ? &mesh_->ep_dp() : nullptr,
-                                                StageOptimizer::SyncTiming{layout_.m, split});
+                                                layout_.ep > 1 ? &mesh_->ep_dp() : nullptr, layout_.m);
   std::vector<Model*> models;
   for (const ch08::UnitRange& u : mine) {
     ModelOptions o = options;
@@ -81,6 +79,16 @@ Step5d Trainer5d::step(const std::vector<Batch>& micro_batches) {
   optimizer_->step();
   synchronize_compute(params_->store().device());  // a GPU's queued work belongs to this step
   return out;
+}
+
+double Trainer5d::held_out_loss(Communicator& replicas, const Dataset& data, std::int64_t batches, std::int64_t mbs,
+                                std::int64_t seq) {
+  auto evaluate = [&](const Batch& batch) {
+    return executor_->evaluate(positions_.empty() ? batch : tokens_at(batch, positions_));
+  };
+  // Meaningful on the last stage's ranks (the others' losses are 0 there): shared from them.
+  const double last_stage = validation_loss(replicas, evaluate, data, batches, mbs, seq);
+  return broadcast_double(*loss_comm_, last_rank_, last_stage);
 }
 
 }  // namespace usp::ch10

@@ -53,19 +53,6 @@ double peak_flops(Device device) {
 
 }  // namespace
 
-void add_runner_flags(Cli& cli) {
-  cli.add_flag("quiet", "no line per step (tables and summary.json only)");
-  refuse_eval_flags(cli, "this chapter's pipeline stages each hold only their units, and a stage's forward "
-                         "(Model::forward_stage) keeps its activations until that micro-batch's backward: there is "
-                         "no forward-only pass through the stages to evaluate the held-out loss with");
-}
-
-ProgressFlags runner_flags_from(const Cli& cli) {
-  ProgressFlags f;
-  f.quiet = cli.get_flag("quiet");
-  return f;
-}
-
 double VariantRun::median_step_seconds() const { return report::median(step_seconds); }
 
 VariantRunner::VariantRunner(Communicator& metrics, RunnerSettings settings)

@@ -75,20 +75,10 @@ struct VariantRun {
 struct RunnerSettings {
   TrainingConfig config = {};         // steps, device, and the shape behind the MFU's FLOPs
   std::int64_t tokens_per_step = 0;   // the global batch's tokens (every rank's)
-  ProgressFlags progress = {};        // --quiet (runner_flags_from); --eval-every, --eval-batches
-                                      // (progress_flags_from) for variants with a validation hook
+  ProgressFlags progress = {};        // --quiet, --eval-every, --eval-batches (progress_flags_from),
+                                      // the last two for variants with a validation hook
   std::string trace_dir = {};         // where traced variants are written (the chapter's --out)
 };
-
-// The runner's flag for the pipeline chapters (08, 10): --quiet (no progress lines). Not
-// --eval-every (refused with the reason, refuse_eval_flags): a pipeline stage holds only its
-// units, and its forward (Model::forward_stage) keeps the activations until the micro-batch's
-// backward, so there is no forward-only pass through the stages. The other parallel chapters
-// (04-07, 09) add step_progress.hpp's flags instead and give their variants a validation hook that
-// evaluates in their own layout and keeps the evaluation out of what they measure (the peaks:
-// MemoryTracker::Unmeasured; the bytes: held_out_traffic.hpp).
-void add_runner_flags(Cli& cli);
-ProgressFlags runner_flags_from(const Cli& cli);
 
 class VariantRunner {
  public:

@@ -315,8 +315,8 @@ TEST_CASE("--eval-every: each layout's held-out loss is the single-rank one of i
     CHECK(with.tp_comm.total_sent() == without.tp_comm.total_sent());
     CHECK(with.tp_comm.calls == without.tp_comm.calls);
     CHECK(with.dp_comm.total_sent() == without.dp_comm.total_sent());
-    CHECK(with.resident.bytes == without.resident.bytes);
-    CHECK(with.peak.bytes == without.peak.bytes);
+    CHECK(with.memory.resident.bytes == without.memory.resident.bytes);
+    CHECK(with.memory.peak.bytes == without.memory.peak.bytes);
   }
 }
 

@@ -197,12 +197,12 @@ TEST_CASE("--eval-every: each CP layout's held-out loss is the single-rank one o
     CHECK(with.cp_comm.total_sent() == without.cp_comm.total_sent());
     CHECK(with.cp_comm.calls == without.cp_comm.calls);
     CHECK(with.dp_cp_comm.total_sent() == without.dp_cp_comm.total_sent());
-    CHECK(with.resident.bytes == without.resident.bytes);
+    CHECK(with.memory.resident.bytes == without.memory.resident.bytes);
     // The peaks, but for the K/V blocks in flight (CommBuffer): how many the ring holds at once
     // depends on when the progress thread lets a received block go, so that peak varies from run
     // to run (measured: 6144 to 8192 bytes on 2 ranks), with or without evaluations.
     for (int c = 0; c < kNumMemCategories; ++c)
-      if (static_cast<MemCategory>(c) != MemCategory::CommBuffer) CHECK(with.peak.bytes[c] == without.peak.bytes[c]);
+      if (static_cast<MemCategory>(c) != MemCategory::CommBuffer) CHECK(with.memory.peak.bytes[c] == without.memory.peak.bytes[c]);
     CHECK(with.blocks_per_step == without.blocks_per_step);
   }
 }
