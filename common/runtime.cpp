@@ -394,4 +394,8 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
   }
 }
 
+int run(int argc, char** argv, int (*chapter)(Runtime& rt, int argc, char** argv)) {
+  return run(argc, argv, [&](Runtime& rt) { return chapter(rt, argc, argv); });
+}
+
 }  // namespace usp

@@ -114,4 +114,8 @@ class Runtime {
 // Runs body with a Runtime and applies the failure rule above; returns the process exit code.
 int run(int argc, char** argv, const std::function<int(Runtime&)>& body);
 
+// The same for a chapter whose body is a function of the command line, the form the chapters'
+// mains take:  int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }
+int run(int argc, char** argv, int (*chapter)(Runtime& rt, int argc, char** argv));
+
 }  // namespace usp

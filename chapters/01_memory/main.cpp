@@ -96,9 +96,8 @@ TrainedSteps train_steps(ParamStore& params, Model& model, std::unique_ptr<AdamW
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch01_memory", "memory of one training step: parameters, gradients, optimizer states, activations");
-  cli.add_common("out/01_memory");
-  add_training_flags(cli, {"usp-small", 128, 8, 3, 3e-3, {"none"}});
+  Cli cli = training_cli("ch01_memory", {"usp-small", 128, 8, 3, 3e-3, {"none"}},
+                         "memory of one training step: parameters, gradients, optimizer states, activations");
   add_progress_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
@@ -152,6 +151,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

@@ -69,9 +69,8 @@ report::Table modes_table(const std::vector<ModeResult>& results) {
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch02_recomputation", "activation memory and extra compute of none / selective / full recomputation");
-  cli.add_common("out/02_recomputation");
-  add_training_flags(cli, {"usp-small", 256, 4, 1, 3e-3});
+  Cli cli = training_cli("ch02_recomputation", {"usp-small", 256, 4, 1, 3e-3},
+                         "activation memory and extra compute of none / selective / full recomputation");
   cli.add_int("repeats", 3, "timed forward+backward runs per mode (the median is reported)", 1, 100);
   cli.add_flag("quiet", "no progress line per mode (the table and summary.json only)");
   refuse_eval_flags(cli, "chapter 02 trains nothing (one forward and backward per mode from the same initial "
@@ -129,6 +128,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

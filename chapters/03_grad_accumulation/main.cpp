@@ -145,9 +145,8 @@ Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dat
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch03_grad_accumulation", "k micro-batches give the one-big-batch update at one micro-batch's activation memory");
-  cli.add_common("out/03_grad_accumulation");
-  add_training_flags(cli, {"usp-small", 128, 4, 5, 3e-3});
+  Cli cli = training_cli("ch03_grad_accumulation", {"usp-small", 128, 4, 5, 3e-3},
+                         "k micro-batches give the one-big-batch update at one micro-batch's activation memory");
   cli.add_int("grad-acc", 4, "micro-batches per optimizer step in the training part", 1, 1024);
   cli.add_string("accum-list", "1,2,4,8", "the k values of the equivalence part, comma-separated");
   cli.add_string("save", "", "after training, save a checkpoint (weights, optimizer, trainer state) to this folder");
@@ -204,6 +203,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

@@ -143,11 +143,9 @@ bool print_variants(std::ostream& out, const std::vector<DpVariant>& runs, const
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch04_data_parallel",
-          "Data parallelism on CPU ranks or GPUs: naive, overlapped and bucketed gradient all-reduce, side by\n"
-          "side, with gradient accumulation, traces, and the single-rank baseline they reproduce.");
-  cli.add_common("out/04_data_parallel");
-  add_training_flags(cli, {"usp-small", 128, 4, 8, 3e-3});
+  Cli cli = training_cli("ch04_data_parallel", {"usp-small", 128, 4, 8, 3e-3},
+      "Data parallelism on CPU ranks or GPUs: naive, overlapped and bucketed gradient all-reduce, side by\n"
+      "side, with gradient accumulation, traces, and the single-rank baseline they reproduce.");
   cli.add_choice("dp-mode", "all", {"naive", "overlap", "bucketing", "all"},
                  "how gradients are synchronised (all: the three side by side)");
   cli.add_int("grad-acc", 1, "micro-batches per optimizer step (gradients are synchronised after the last)", 1, 1024);
@@ -212,6 +210,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

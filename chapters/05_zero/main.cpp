@@ -98,9 +98,8 @@ void print_intro(std::ostream& out, const Setup& s, int dp) {
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch05_zero", "ZeRO-1/2/3: optimizer states, gradients and parameters sharded over the data-parallel ranks");
-  cli.add_common("out/05_zero");
-  add_training_flags(cli, {"usp-small", 128, 2, 3, 3e-3});
+  Cli cli = training_cli("ch05_zero", {"usp-small", 128, 2, 3, 3e-3},
+                         "ZeRO-1/2/3: optimizer states, gradients and parameters sharded over the data-parallel ranks");
   cli.add_string("zero", "0,1,2,3", "the stages to run side by side, comma-separated (0 = plain data parallelism)");
   cli.add_choice("prefetch", "both", {"on", "off", "both"},
                  "ZeRO-3: all-gather the next unit while the current one computes (both: run ZeRO-3 each way)");
@@ -159,6 +158,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

@@ -36,6 +36,7 @@
 #include "common/calc/memory_sweep.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/each_variant.hpp"
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
@@ -140,10 +141,9 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
            "        mpirun -np 4 build/bin/ch06_tensor_parallel (or ./usp run 06)\n";
 }
 
-// The flags: the training run's, the layouts' (--tp, --sp), the global batch, the checkpoints.
+// The chapter's flags after the training run's (training_cli): the layouts' (--tp, --sp), the global batch,
+// the checkpoints.
 void add_flags(Cli& cli) {
-  cli.add_common("out/06_tensor_parallel");
-  add_training_flags(cli, {"usp-small", 128, 2, 3, 3e-3});
   cli.add_string("tp", "1,2,4",
                  "tensor-parallel sizes t to run side by side, comma-separated; each on dp = W / t replicas "
                  "(by default the t that divide the world size W)");
@@ -179,26 +179,21 @@ std::optional<VariantsReport> run_layouts(Runtime& rt, const Cli& cli, const Set
 
   const std::string load = cli.get_string("load"), save = cli.get_string("save");
   std::vector<VariantResult> results;
-  for (std::size_t i = 0; i < setup.variants.size(); ++i) {
-    TrainerHooks hooks;
-    if (!load.empty())  // a missing or mismatched checkpoint is a UsageError on every rank
-      hooks.before_training = [&](TpTrainer& trainer) { rt.agree([&] { load_tp_checkpoint(trainer, load); }); };
-    if (!save.empty() && i + 1 == setup.variants.size())
-      hooks.after_training = [&](TpTrainer& trainer) {
-        rt.agree([&] { save_tp_checkpoint(rt.world(), trainer, save); });
-      };
-    // Every layout runs the blocks of exercise 06.1 and the loss of 06.2: while they are stubs,
-    // nothing can train (skipped on every rank together).
-    const std::string missing = rt.skip_if_not_implemented([&] {
-      results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i], hooks,
-                                    setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
-    });
-    if (!missing.empty()) {
-      if (rt.is_root())
-        std::cout << "\nthe layouts: skipped until exercises 06.1 and 06.2 are written (" << missing << ")\n";
-      return std::nullopt;
-    }
-  }
+  // Every layout runs the blocks of exercise 06.1 and the loss of 06.2: while they are stubs,
+  // nothing can train (skipped on every rank together).
+  const bool trained = train_each_variant(
+      rt, setup.variants.size(), "the layouts: skipped until exercises 06.1 and 06.2 are written", [&](std::size_t i) {
+        TrainerHooks hooks;
+        if (!load.empty())  // a missing or mismatched checkpoint is a UsageError on every rank
+          hooks.before_training = [&](TpTrainer& trainer) { rt.agree([&] { load_tp_checkpoint(trainer, load); }); };
+        if (!save.empty() && i + 1 == setup.variants.size())
+          hooks.after_training = [&](TpTrainer& trainer) {
+            rt.agree([&] { save_tp_checkpoint(rt.world(), trainer, save); });
+          };
+        results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i], hooks,
+                                      setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
+      });
+  if (!trained) return std::nullopt;
   return gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens, runner.agreement());
 }
 
@@ -241,9 +236,9 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const Varian
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch06_tensor_parallel",
-          "tensor parallelism (Megatron-LM's column and row blocks) and sequence parallelism on a dp × tp mesh,\n"
-          "on CPU ranks or a GPU per rank");
+  Cli cli = training_cli("ch06_tensor_parallel", {"usp-small", 128, 2, 3, 3e-3},
+      "tensor parallelism (Megatron-LM's column and row blocks) and sequence parallelism on a dp × tp mesh,\n"
+      "on CPU ranks or a GPU per rank");
   add_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
@@ -262,6 +257,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

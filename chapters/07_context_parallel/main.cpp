@@ -37,6 +37,7 @@
 #include "common/calc/memory_sweep.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/each_variant.hpp"
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/validation_loss.hpp"
@@ -140,11 +141,9 @@ void print_intro(std::ostream& out, const Setup& s, int world) {
            "        mpirun -np 4 build/bin/ch07_context_parallel (or ./usp run 07)\n";
 }
 
-// The flags: the training run's, the mesh's (--cp, --tp), the variants' (--attention,
-// --sharding), the global batch.
+// The chapter's flags after the training run's (training_cli): the mesh's (--cp, --tp), the
+// variants' (--attention, --sharding), the global batch.
 void add_flags(Cli& cli) {
-  cli.add_common("out/07_context_parallel");
-  add_training_flags(cli, {"usp-small", 256, 1, 3, 3e-3});
   cli.add_int("cp", 1, "context-parallel ranks per sequence (default: W / tp); dp = W / (cp·tp) replicas", 1,
               1 << 16);
   cli.add_int("tp", 1, "tensor-parallel ranks per CP rank (chapter 06's split, no SP): a dp × cp × tp mesh", 1, 1 << 16);
@@ -174,18 +173,14 @@ std::optional<VariantsReport> run_variants(Runtime& rt, const Setup& setup, cons
   make_dirs(out);
 
   std::vector<VariantResult> results;
-  for (const Variant& v : setup.variants) {
-    // The ring merges its blocks with exercise 07.1 and every variant lays the tokens out with
-    // exercise 07.2: while they are stubs, nothing can train (skipped on every rank together).
-    const std::string missing = rt.skip_if_not_implemented(
-        [&] { results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, v,
-                                                  setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0)); });
-    if (!missing.empty()) {
-      if (rt.is_root())
-        std::cout << "\nthe variants: skipped until exercises 07.1 and 07.2 are written (" << missing << ")\n";
-      return std::nullopt;
-    }
-  }
+  // The ring merges its blocks with exercise 07.1 and every variant lays the tokens out with
+  // exercise 07.2: while they are stubs, nothing can train (skipped on every rank together).
+  const bool trained = train_each_variant(
+      rt, setup.variants.size(), "the variants: skipped until exercises 07.1 and 07.2 are written", [&](std::size_t i) {
+        results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i],
+                                      setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
+      });
+  if (!trained) return std::nullopt;
   return gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens, runner.agreement());
 }
 
@@ -230,9 +225,9 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const Varian
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch07_context_parallel",
-          "context parallelism: each sequence split over cp ranks, attention by a ring, an all-gather or an "
-          "all-to-all, in contiguous or zig-zag chunks");
+  Cli cli = training_cli("ch07_context_parallel", {"usp-small", 256, 1, 3, 3e-3},
+      "context parallelism: each sequence split over cp ranks, attention by a ring, an all-gather or an "
+      "all-to-all, in contiguous or zig-zag chunks");
   add_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
@@ -250,6 +245,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

@@ -30,6 +30,7 @@
 #include "chapters/09_expert_parallel/ep_run.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
+#include "common/train/each_variant.hpp"
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
@@ -97,11 +98,9 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch09_expert_parallel",
-          "expert parallelism: a mixture of experts whose experts are spread over ranks, token rows exchanged with "
-          "all-to-all-v");
-  cli.add_common("out/09_expert_parallel");
-  add_training_flags(cli, {"usp-small", 64, 2, 30, 3e-3});
+  Cli cli = training_cli("ch09_expert_parallel", {"usp-small", 64, 2, 30, 3e-3},
+      "expert parallelism: a mixture of experts whose experts are spread over ranks, token rows exchanged with "
+      "all-to-all-v");
   // The aux coefficient: Switch and Mixtral use 0.01 over many thousand steps; this short run
   // needs 0.1 for the balancing to show within 30 steps (the lesson's measurement).
   add_moe_flags(cli, {8, 2, 0.1});
@@ -136,20 +135,15 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   VariantRunner runner(comms.metrics(), {cfg, static_cast<std::int64_t>(tokens_per_step), setup.progress, out});
   make_dirs(out);
   std::vector<EpResult> results;
-  for (const EpVariant& v : setup.variants) {
-    const std::string missing = rt.skip_if_not_implemented(
-        [&] {
-          const std::string save = &v == &setup.variants.front() ? cli.get_string("save") : std::string();
-          results.push_back(run_ep_variant(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, v, save,
-                                           setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
-          if (!save.empty() && rt.is_root()) std::cout << "saved the model trained by " << v.label() << " to " << save << "\n";
-        });
-    if (!missing.empty()) {
-      if (rt.is_root())
-        std::cout << "\nthe variants: skipped until exercises 09.1 and 09.2 are written (" << missing << ")\n";
-      return 0;
-    }
-  }
+  const bool trained = train_each_variant(
+      rt, setup.variants.size(), "the variants: skipped until exercises 09.1 and 09.2 are written", [&](std::size_t i) {
+        const EpVariant& v = setup.variants[i];
+        const std::string save = i == 0 ? cli.get_string("save") : std::string();
+        results.push_back(run_ep_variant(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, v, save,
+                                         setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
+        if (!save.empty() && rt.is_root()) std::cout << "saved the model trained by " << v.label() << " to " << save << "\n";
+      });
+  if (!trained) return 0;
   if (rt.is_root()) {
     print_losses(std::cout, results);
     print_routing(std::cout, results, cfg.model);
@@ -176,6 +170,4 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

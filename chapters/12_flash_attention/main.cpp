@@ -90,11 +90,9 @@ void show_gpu_ladder(int gpu_seq, const std::string& out, JsonWriter& j) {
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch12_flash_attention",
-          "flash attention on the CPU: tiled, online softmax, recomputation in the backward; against the naive "
-          "attention in equivalence, time and memory, and in training; with a GPU, the CUDA ladder checked and timed");
-  cli.add_common("out/12_flash_attention");
-  add_training_flags(cli, {"usp-tiny", 256, 2, 5, 3e-3});
+  Cli cli = training_cli("ch12_flash_attention", {"usp-tiny", 256, 2, 5, 3e-3},
+      "flash attention on the CPU: tiled, online softmax, recomputation in the backward; against the naive "
+      "attention in equivalence, time and memory, and in training; with a GPU, the CUDA ladder checked and timed");
   cli.add_string("seqs", "256,512,1024,2048", "sequence lengths of the time and memory table");
   cli.add_int("q-rows", 64, "queries per tile (B_r)", 1, 4096);
   cli.add_int("k-cols", 64, "keys per tile (B_c)", 1, 4096);
@@ -107,33 +105,29 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::vector<std::int64_t> seqs;
   rt.agree([&] { seqs = parse_size_list(cli.get_string("seqs"), "--seqs", 1, 1 << 16); });
   const FlashTiles tiles{cli.get_int("q-rows"), cli.get_int("k-cols")};
-  const std::string out = cli.get_string("out");
-  make_dirs(out);
-  JsonWriter j;
-  j.begin_object();
-  TrainingSummary summary{.chapter = "12_flash_attention", .losses = {}, .flags_json = cli.values_json()};
+  OpenSummary record(cli, "12_flash_attention");  // --out made, the results object open
+  const std::string& out = record.out;
+  JsonWriter& j = record.results;
 
   // 1. Equivalence (exercises 12.1 and 12.2).
   std::vector<Equivalence> eq;
   const std::string missing = rt.skip_if_not_implemented([&] { eq = check_equivalence(); });
   if (!missing.empty()) {
     std::cout << "flash attention needs exercises 12.1 and 12.2 (" << missing << "); the chapter stops here.\n";
-    write_training_summary(rt.world(), out, summary, j);
+    record.write(rt.world());
     return 0;
   }
   std::printf("1. Flash attention (tiles 16 × 8) against the naive attention on B 2, T 37, H 4 on G 2 kv heads, D 20:\n"
               "   largest |flash - naive| of each output\n");
   equivalence_table(eq).print_and_write_json(std::cout, "equivalence", j);
   show_attention_vs_seq(seqs, cli.get_int("bench-heads"), tiles, out);
-  summary.losses = show_training(in.config, *in.data, tiles, step_lines_from(cli, in.config.device), j);
+  record.summary.losses = show_training(in.config, *in.data, tiles, step_lines_from(cli, in.config.device), j);
   show_gpu_ladder(static_cast<int>(cli.get_int("gpu-seq")), out, j);
-  write_training_summary(rt.world(), out, summary, j);
+  record.write(rt.world());
   std::printf("\nwrote %s/summary.json, attention_vs_seq.csv\n", out.c_str());
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

@@ -112,12 +112,10 @@ std::vector<double> show_training(const TrainingConfig& cfg, const Dataset& data
 }
 
 int run_chapter(Runtime& rt, int argc, char** argv) {
-  Cli cli("ch13_fused_kernels",
-          "unfused vs fused kernels on the CPU: residual + RMSNorm, SwiGLU, softmax + cross-entropy, AdamW; bytes "
-          "moved, GB/s against the copy bandwidth (and the CUDA kernels' table where a GPU is visible), and the model "
-          "trained with the fused norm");
-  cli.add_common("out/13_fused_kernels");
-  add_training_flags(cli, {"usp-tiny", 128, 4, 5, 3e-3});
+  Cli cli = training_cli("ch13_fused_kernels", {"usp-tiny", 128, 4, 5, 3e-3},
+      "unfused vs fused kernels on the CPU: residual + RMSNorm, SwiGLU, softmax + cross-entropy, AdamW; bytes "
+      "moved, GB/s against the copy bandwidth (and the CUDA kernels' table where a GPU is visible), and the model "
+      "trained with the fused norm");
   cli.add_int("bench-rows", 2048, "N: tokens of the table's activations", 1, 1 << 20);
   cli.add_int("bench-width", 2048, "C: width of the norm chains (hidden size)", 1, 1 << 16);
   cli.add_int("bench-ffn", 5632, "F: MLP width of the SwiGLU chains", 1, 1 << 18);
@@ -137,18 +135,16 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   sizes.vocab = cli.get_int("bench-vocab");
   sizes.params = cli.get_int("bench-params");
   const int reps = static_cast<int>(cli.get_int("reps"));
-  const std::string out = cli.get_string("out");
-  make_dirs(out);
-  JsonWriter j;
-  j.begin_object();
-  TrainingSummary summary{.chapter = "13_fused_kernels", .losses = {}, .flags_json = cli.values_json()};
+  OpenSummary record(cli, "13_fused_kernels");  // --out made, the results object open
+  const std::string& out = record.out;
+  JsonWriter& j = record.results;
 
   // 1. Equivalence (the fused residual + RMSNorm is exercise 13.1).
   std::vector<VariantDifference> eq;
   const std::string missing = rt.skip_if_not_implemented([&] { eq = equivalence(); });
   if (!missing.empty()) {
     std::cout << "the fused residual + RMSNorm needs exercise 13.1 (" << missing << "); the chapter stops here.\n";
-    write_training_summary(rt.world(), out, summary, j);
+    record.write(rt.world());
     return 0;
   }
   std::printf("1. Every variant against the unfused one (N 37, C 45, F 53, V 101, P 1001): largest |Δ| of the outputs\n");
@@ -157,14 +153,12 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   j.key("equivalence");
   differences.write_json(j);
   show_bandwidth(sizes, reps, out, j);
-  summary.losses = show_training(in.config, *in.data, step_lines_from(cli, in.config.device), j);
-  write_training_summary(rt.world(), out, summary, j);
+  record.summary.losses = show_training(in.config, *in.data, step_lines_from(cli, in.config.device), j);
+  record.write(rt.world());
   std::printf("\nwrote %s/summary.json, fused_bandwidth.csv\n", out.c_str());
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

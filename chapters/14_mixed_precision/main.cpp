@@ -104,12 +104,10 @@ void show_fp8_gemm(JsonWriter& j) {
 }
 
 Cli chapter_cli() {
-  Cli cli("ch14_mixed_precision",
-          "number formats from the project's own conversions; one model trained in fp32, bf16, fp16 and fp16 "
-          "with dynamic loss scaling, with each recipe's memory per parameter; its linear layers in FP8 (emulated); "
-          "and, on a GPU with FP8 tensor cores, cuBLASLt's FP8 GEMM against bf16 cuBLAS");
-  cli.add_common("out/14_mixed_precision");
-  add_training_flags(cli, {"usp-small", 128, 4, 30, 3e-3});
+  Cli cli = training_cli("ch14_mixed_precision", {"usp-small", 128, 4, 30, 3e-3},
+      "number formats from the project's own conversions; one model trained in fp32, bf16, fp16 and fp16 "
+      "with dynamic loss scaling, with each recipe's memory per parameter; its linear layers in FP8 (emulated); "
+      "and, on a GPU with FP8 tensor cores, cuBLASLt's FP8 GEMM against bf16 cuBLAS");
   cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", kMinLossScale,
                 kMaxLossScale);
   cli.add_int("growth-interval", 4, "good steps in a row before the loss scale doubles", 1, 1 << 30);
@@ -135,10 +133,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   Cli cli = chapter_cli();
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = checked_inputs(rt, cli);
-  const std::string out = cli.get_string("out");
-  make_dirs(out);
-  JsonWriter j;
-  j.begin_object();
+  OpenSummary record(cli, "14_mixed_precision");  // --out made, the results object open
+  const std::string& out = record.out;
+  JsonWriter& j = record.results;
   show_formats(out, j);
 
   // 2. Training under each recipe (fp16+scaling is exercise 14.1).
@@ -156,10 +153,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     for (Recipe r : {Recipe::fp32, Recipe::bf16, Recipe::fp16, Recipe::fp16_scaled})
       runs.push_back(train_recipe(r, cfg, *in.data, scaler, lines));
   });
-  TrainingSummary summary{.chapter = "14_mixed_precision", .losses = {}, .flags_json = cli.values_json()};
   if (!missing.empty()) {
     std::cout << "\nfp16 with loss scaling needs exercise 14.1 (" << missing << "); the chapter stops here.\n";
-    write_training_summary(rt.world(), out, summary, j);
+    record.write(rt.world());
     return 0;
   }
   // fp32 is the reference every recipe is measured against: its divergence is an error.
@@ -180,15 +176,13 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     show_fp8_runs(runs.front(), fp8, out, j);
     show_fp8_gemm(j);
   }
-  summary.losses = runs[1].losses;
-  summary.non_finite_is_result = true;
-  write_training_summary(rt.world(), out, summary, j);
+  record.summary.losses = runs[1].losses;
+  record.summary.non_finite_is_result = true;
+  record.write(rt.world());
   std::printf("\nwrote %s/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv, fp8_curves.csv\n", out.c_str());
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return usp::run(argc, argv, [&](usp::Runtime& rt) { return run_chapter(rt, argc, argv); });
-}
+int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }

@@ -38,6 +38,10 @@ constexpr std::int64_t kBlock = 64;
 struct Dims {
   std::int64_t b, t, h, g, d;
   std::int64_t rep() const { return h / g; }  // query heads per kv head
+  // Where query head hq of sample bi starts in a [B, T, H, D] tensor, and its kv head in a
+  // [B, T, G, D] one (each row of a head is H·D or G·D floats on).
+  std::int64_t q_head(std::int64_t bi, std::int64_t hq) const { return bi * t * h * d + hq * d; }
+  std::int64_t kv_head(std::int64_t bi, std::int64_t hq) const { return bi * t * g * d + hq / rep() * d; }
 };
 
 // q [B, T, H, D], k and v [B, T, G, D], H a multiple of G.
@@ -148,11 +152,10 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
 
   for (std::int64_t bi = 0; bi < dm.b; ++bi)
     for (std::int64_t hq = 0; hq < dm.h; ++hq) {
-      const std::int64_t hk = hq / dm.rep();
-      const float* qp = qf.data() + bi * T * HD + hq * D;
-      const float* kp = kf.data() + bi * T * GD + hk * D;
-      const float* vp = vf.data() + bi * T * GD + hk * D;
-      float* op_ = of.data() + bi * T * HD + hq * D;
+      const float* qp = qf.data() + dm.q_head(bi, hq);
+      const float* kp = kf.data() + dm.kv_head(bi, hq);
+      const float* vp = vf.data() + dm.kv_head(bi, hq);
+      float* op_ = of.data() + dm.q_head(bi, hq);
       float* p = probs_f32 ? probs.data<float>() + (bi * dm.h + hq) * T * T : scratch.data<float>();
       for (std::int64_t r0 = 0; r0 < T; r0 += kBlock) {
         const std::int64_t r1 = std::min(r0 + kBlock, T);
@@ -194,8 +197,8 @@ void attention_forward_from_probs(const Tensor& probs, const Tensor& v, Tensor& 
   for (std::int64_t bi = 0; bi < dm.b; ++bi)
     for (std::int64_t hq = 0; hq < dm.h; ++hq) {
       const float* p = probs.data<float>() + (bi * dm.h + hq) * T * T;
-      const float* vp = vf.data() + bi * T * GD + (hq / dm.rep()) * D;
-      float* op_ = of.data() + bi * T * HD + hq * D;
+      const float* vp = vf.data() + dm.kv_head(bi, hq);
+      float* op_ = of.data() + dm.q_head(bi, hq);
       for (std::int64_t r0 = 0; r0 < T; r0 += kBlock)
         probs_times_v_block(p, vp, GD, T, D, r0, std::min(r0 + kBlock, T), op_, HD);
     }
@@ -236,14 +239,9 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
 
   for (std::int64_t bi = 0; bi < dm.b; ++bi)
     for (std::int64_t hq = 0; hq < dm.h; ++hq) {
-      const std::int64_t hk = hq / dm.rep();
-      const float* qp = qf.data() + bi * T * HD + hq * D;
-      const float* kp = kf.data() + bi * T * GD + hk * D;
-      const float* vp = vf.data() + bi * T * GD + hk * D;
-      const float* dop = dof.data() + bi * T * HD + hq * D;
-      float* dqp = dqf.data() + bi * T * HD + hq * D;
-      float* dkp = dkf.data() + bi * T * GD + hk * D;
-      float* dvp = dvf.data() + bi * T * GD + hk * D;
+      const std::int64_t qo = dm.q_head(bi, hq), kvo = dm.kv_head(bi, hq);
+      const float *qp = qf.data() + qo, *kp = kf.data() + kvo, *vp = vf.data() + kvo, *dop = dof.data() + qo;
+      float *dqp = dqf.data() + qo, *dkp = dkf.data() + kvo, *dvp = dvf.data() + kvo;
       const std::int64_t head = (bi * dm.h + hq) * T * T;
 
       const float* p = saved_head_probs(probs, head, T, p_scratch);

@@ -28,6 +28,15 @@ void add_training_flags(Cli& cli, const TrainingDefaults& d) {
   cli.add_steps(d.steps);
 }
 
+Cli training_cli(const std::string& program, const TrainingDefaults& defaults, const std::string& summary) {
+  USP_CHECK(program.rfind("ch", 0) == 0,
+            "training_cli: a chapter's program is named chNN_name, got " + program);
+  Cli cli(program, summary);
+  cli.add_common("out/" + program.substr(2));
+  add_training_flags(cli, defaults);
+  return cli;
+}
+
 void add_moe_flags(Cli& cli, const MoeDefaults& d) {
   cli.add_int("experts", d.experts, "experts per layer (a Mixtral-style MLP; 0: the dense MLP)", 0,
               ModelConfig::kMaxExperts);

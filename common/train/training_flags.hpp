@@ -53,6 +53,10 @@ struct TrainingDefaults {
 };
 
 void add_training_flags(Cli& cli, const TrainingDefaults& defaults = {});
+// A training chapter's command line before its own flags: Cli(program, summary) with the common
+// flags (--out defaulting to out/<program less its "ch">: "ch04_data_parallel" writes to
+// out/04_data_parallel) and the training flags above.
+Cli training_cli(const std::string& program, const TrainingDefaults& defaults, const std::string& summary);
 // The mixture-of-experts flags, for the chapters that train one (training_config_from reads them
 // when declared): --experts E (0: the dense MLP), --top-k, --capacity-factor (> 0; leave it out,
 // or --dropless, for no capacity), --aux-coef (the load-balancing loss's coefficient).

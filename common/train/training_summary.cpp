@@ -16,9 +16,15 @@ std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const st
   return all;
 }
 
-void write_training_summary(Communicator& world, const std::string& out_dir, TrainingSummary s, JsonWriter& results) {
-  s.chapter_json = results.end_object().str();
-  write_training_summary(world, out_dir + "/summary.json", s);
+OpenSummary::OpenSummary(const Cli& cli, const std::string& chapter)
+    : out(cli.get_string("out")), summary{.chapter = chapter, .losses = {}, .flags_json = cli.values_json()} {
+  make_dirs(out);
+  results.begin_object();
+}
+
+void OpenSummary::write(Communicator& world) {
+  summary.chapter_json = results.end_object().str();
+  write_training_summary(world, out + "/summary.json", summary);
 }
 
 void write_training_summary(Communicator& world, const std::string& path, const TrainingSummary& s) {
