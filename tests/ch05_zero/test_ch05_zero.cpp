@@ -22,31 +22,18 @@
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/filled_tensor.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 #include "tests/support/gpu_ranks.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch05;
-using usp::testing::baseline;
-using usp::testing::elementwise_mismatch;
-using usp::testing::tensor_problem;
-using usp::testing::max_abs;
-using usp::testing::mean_over_ranks;
-using usp::testing::Run;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
 // usp-tiny (Ψ = 131392: N_d = 2 and 4 divide it and each of its units) on short sequences.
-TrainingConfig tiny() {
-  TrainingConfig cfg;
-  cfg.model = ModelConfig::builtin("usp-tiny");
-  cfg.seq = 16;
-  cfg.mbs = 1;
-  cfg.steps = 3;
-  return cfg;
-}
+TrainingConfig tiny() { return small_training(ModelConfig::builtin("usp-tiny"), /*seq=*/16, /*mbs=*/1, /*steps=*/3); }
 
 // A model whose sizes N_d = 4 does not divide (Ψ = 1998 = 4·499 + 2; its head unit, the final
 // norm's 6 elements, neither), with a tied head: padding on the last ranks, and the head reading
