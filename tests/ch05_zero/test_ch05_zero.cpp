@@ -15,6 +15,7 @@
 #include "common/device.hpp"
 #include "common/rng.hpp"
 #include "common/trace.hpp"
+#include "common/train/training_flags.hpp"
 #include "common/train/training_summary.hpp"
 #include "chapters/05_zero/stage_run.hpp"
 #include "chapters/05_zero/zero1_step.hpp"
@@ -487,11 +488,7 @@ TEST_CASE("in bf16, with and without fp32 accumulation, every stage follows the 
 namespace {
 
 calc::TrainingSetup setup_of(const TrainingConfig& cfg, int ranks, int stage, bool fp32_accum) {
-  calc::TrainingSetup s;
-  s.model = cfg.model;
-  s.seq = cfg.seq;
-  s.mbs = cfg.mbs;
-  s.precision = cfg.dtype == DType::f32 ? calc::Precision::fp32 : calc::Precision::mixed;
+  calc::TrainingSetup s = calc_setup(cfg);
   s.fp32_grad_accum = fp32_accum;
   s.dp = ranks;
   s.zero = stage;
