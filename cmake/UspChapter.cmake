@@ -29,11 +29,15 @@
 #   name_mutant      over the mutant copy, ctest label muNN, only in `ctest -C mutants`; its
 #                    executables are built by the target usp_mutants_chNN alone.
 #   VARIANT_SOURCES are test files compiled once per variant (they inline exercise code).
-# A chapter declared NO_EXERCISES has no exercise variants.
+# A chapter declared NO_EXERCISES has no exercise variants. With USP_EXERCISE_VARIANTS=OFF (the
+# sanitizer tree, whose tests are the solutions') no chapter has the exercise variant; the mutant
+# variant stays (it is built only by the mutant runner).
 
 function(usp_exercise_variants nn no_exercises out)
   if(no_exercises)
     set(${out} solution PARENT_SCOPE)
+  elseif(NOT USP_EXERCISE_VARIANTS)
+    set(${out} solution mutant PARENT_SCOPE)
   else()
     set(${out} solution exercise mutant PARENT_SCOPE)
   endif()

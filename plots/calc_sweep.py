@@ -31,6 +31,21 @@ def read_rows(path, sweep):
     return read_csv(path, REQUIRED, f"usp_calc --sweep {sweep} --csv {path}")
 
 
+def read_sweep(doc, default_in, csv_name, sweep):
+    """The command line of a script over one sweep CSV (--in: the CSV or the folder holding it,
+    default default_in; --out) and the CSV: (args, its path, its rows)."""
+    from figure_io import parse_args
+
+    args = parse_args(doc, default_in, f"{csv_name} or the folder holding it")
+    path = csv_path(args.inp, csv_name)
+    return args, path, read_rows(path, sweep)
+
+
+def single_rank(row):
+    """Whether a sweep row is one GPU's: every parallel degree 1, no ZeRO."""
+    return all(int(row[k]) == 1 for k in ("dp", "tp", "cp", "pp")) and int(row["zero"]) == 0
+
+
 H100_GIB = 80  # an H100's memory, in the unit of the axes (the playbook's "80 GB")
 
 
@@ -109,11 +124,10 @@ def main_by_degree(doc, default_in, csv_name, dim, label, title, png):
     """A script that draws plot_by_degree of one sweep CSV (chapters 07 and 08): --in the CSV or
     its folder (default default_in), --out the folder of `png`; exits with a message when no row
     fits (mixed precision, every degree but `dim` at 1)."""
-    from figure_io import parse_args, plt, save
+    from figure_io import plt, save
 
-    args = parse_args(doc, default_in, f"{csv_name} or the folder holding it")
-    path = csv_path(args.inp, csv_name)
-    fig = plot_by_degree(plt, read_rows(path, dim), dim, label, title)
+    args, path, rows = read_sweep(doc, default_in, csv_name, dim)
+    fig = plot_by_degree(plt, rows, dim, label, title)
     if fig is None:
         others = " = ".join(k for k in ("dp", "tp", "cp", "pp") if k != dim)
         sys.exit(f"{path}: no rows with mixed precision and {others} = 1")

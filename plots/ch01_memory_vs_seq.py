@@ -16,9 +16,9 @@ what makes them overtake the model states as s grows.
 """
 import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import plt, save  # noqa: E402
 
-from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
+from calc_sweep import CATEGORIES, GIB, read_sweep, single_rank  # noqa: E402
 
 CSV_NAME = "memory_vs_seq.csv"
 
@@ -27,8 +27,7 @@ def selected(rows):
     """Mixed precision, no recomputation, one rank: {model: [row, ...] by seq}, in file order."""
     keep = {}
     for r in rows:
-        single = all(int(r[k]) == 1 for k in ("dp", "tp", "cp", "pp")) and int(r["zero"]) == 0
-        if single and r["precision"] == "mixed" and r["recompute"] == "none":
+        if single_rank(r) and r["precision"] == "mixed" and r["recompute"] == "none":
             keep.setdefault(r["model"], []).append(r)
     for model in keep:
         keep[model].sort(key=lambda r: int(r["seq"]))
@@ -40,10 +39,8 @@ def model_title(row):
 
 
 def main():
-    args = parse_args(__doc__, "out/01_memory", f"{CSV_NAME} or the folder holding it")
-
-    path = csv_path(args.inp, CSV_NAME)
-    by_model = selected(read_rows(path, "memory_vs_seq"))
+    args, path, rows = read_sweep(__doc__, "out/01_memory", CSV_NAME, "memory_vs_seq")
+    by_model = selected(rows)
     if not by_model:
         sys.exit(f"{path}: no rows with mixed precision, no recomputation and a single rank")
 

@@ -17,10 +17,10 @@ attention scores are dropped and recomputed) and 2·s·b·h (full: only the laye
 """
 import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
+from calc_sweep import CATEGORIES, GIB, read_sweep, single_rank  # noqa: E402
 
 CSV_NAME = "recompute_memory.csv"
 MODES = [("none", ""), ("selective", "//"), ("full", "xx")]  # recompute mode, hatch
@@ -30,8 +30,7 @@ def selected(rows):
     """Mixed precision, one rank: {model: {(seq, mode): row}}, models in file order."""
     keep = {}
     for r in rows:
-        single = all(int(r[k]) == 1 for k in ("dp", "tp", "cp", "pp")) and int(r["zero"]) == 0
-        if single and r["precision"] == "mixed":
+        if single_rank(r) and r["precision"] == "mixed":
             keep.setdefault(r["model"], {})[(int(r["seq"]), r["recompute"])] = r
     return keep
 
@@ -59,10 +58,8 @@ def draw_model(ax, model, table):
 
 
 def main():
-    args = parse_args(__doc__, "out/02_recomputation", f"{CSV_NAME} or the folder holding it")
-
-    path = csv_path(args.inp, CSV_NAME)
-    by_model = selected(read_rows(path, "recompute"))
+    args, path, rows = read_sweep(__doc__, "out/02_recomputation", CSV_NAME, "recompute")
+    by_model = selected(rows)
     if not by_model:
         sys.exit(f"{path}: no rows with mixed precision and a single rank")
 

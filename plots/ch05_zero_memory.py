@@ -17,10 +17,10 @@ the same numbers "GB").
 """
 import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import plt, save  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from calc_sweep import CATEGORIES, GIB, csv_path, read_rows  # noqa: E402
+from calc_sweep import CATEGORIES, GIB, read_sweep  # noqa: E402
 
 CSV_NAME = "zero_memory.csv"
 STAGES = ["DP", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
@@ -43,10 +43,8 @@ def selected(rows):
 
 
 def main():
-    args = parse_args(__doc__, "out/05_zero", f"{CSV_NAME} or the folder holding it")
-
-    path = csv_path(args.inp, CSV_NAME)
-    model, dp, table = selected(read_rows(path, "zero"))
+    args, path, rows = read_sweep(__doc__, "out/05_zero", CSV_NAME, "zero")
+    model, dp, table = selected(rows)
     if not table:
         sys.exit(f"{path}: no rows with dp > 1, mixed precision and no recomputation")
 

@@ -19,9 +19,9 @@ scale, and the number above a bar is its total.
 """
 import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import plt, save  # noqa: E402
 
-from calc_sweep import csv_path, legend_handles, read_rows, stack_bars  # noqa: E402
+from calc_sweep import legend_handles, read_sweep, stack_bars  # noqa: E402
 
 CSV_NAME = "tp_memory.csv"
 
@@ -48,10 +48,8 @@ def layout_name(tp, sp):
 
 
 def main():
-    args = parse_args(__doc__, "out/06_tensor_parallel", f"{CSV_NAME} or the folder holding it")
-
-    path = csv_path(args.inp, CSV_NAME)
-    model, panels = selected(read_rows(path, "tp"))
+    args, path, rows = read_sweep(__doc__, "out/06_tensor_parallel", CSV_NAME, "tp")
+    model, panels = selected(rows)
     if not panels:
         sys.exit(f"{path}: no rows with mixed precision, no recomputation and dp = cp = pp = 1")
 

@@ -12,7 +12,7 @@ states, CP only the activations, TP+SP both, PP the layers but keeps p micro-bat
 """
 import os
 
-from figure_io import parse_args, plt, read_csv, save  # noqa: E402
+from figure_io import distinct, parse_args, plt, read_csv, save  # noqa: E402
 
 PARTS = [("parameters", "tab:blue"), ("gradients", "tab:orange"), ("optimizer", "tab:green"),
          ("activations", "tab:red")]
@@ -22,10 +22,7 @@ NEEDED = ["dimension", "degree"] + [p for p, _ in PARTS]
 def main():
     args = parse_args(__doc__, "out/10_5d_parallelism", "folder with memory_8b.csv")
     rows = read_csv(os.path.join(args.inp, "memory_8b.csv"), NEEDED, "ch10_5d_parallelism")
-    order = []
-    for r in rows:
-        if r["dimension"] not in order:
-            order.append(r["dimension"])
+    order = distinct(rows, "dimension")
     # One group of bars per dimension, one bar per degree.
     labels, bars, x, ticks, at = [], [], [], [], 0.0
     for dim in order:

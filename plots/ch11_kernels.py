@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from figure_io import parse_args, plt, save  # noqa: E402
+from figure_io import distinct, parse_args, plt, save  # noqa: E402
 
 REQUIRED = ["kernel", "M", "N", "K", "time_ms", "gflops", "pct_of_cublas", "max_abs_err"]
 BASELINES = {"cublas_sgemm": "black", "cublas_bf16": "grey"}
@@ -52,10 +52,7 @@ def main():
     args = parse_args(__doc__, "out/11_gpu_primer", "folder with kernels.csv")
 
     rows = read_rows(os.path.join(args.inp, "kernels.csv"))
-    kernels = []  # in the order of the CSV: the ladder's order
-    for r in rows:
-        if r["kernel"] not in kernels:
-            kernels.append(r["kernel"])
+    kernels = distinct(rows, "kernel")  # in the order of the CSV: the ladder's order
     rungs = [k for k in kernels if k not in BASELINES]
     colours = plt.get_cmap("viridis")
 

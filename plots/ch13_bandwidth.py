@@ -14,7 +14,7 @@ stays above it. When the run had a GPU it also wrote fused_bandwidth_gpu.csv: th
 """
 import os
 
-from figure_io import parse_args, plt, read_csv, save  # noqa: E402
+from figure_io import distinct, parse_args, plt, read_csv, save  # noqa: E402
 
 NEEDED = ["chain_id", "chain", "variant", "passes", "bytes", "ms", "gb_per_s", "copy_gb_per_s"]
 COLORS = {"unfused": "tab:red", "core ops": "tab:gray", "fused": "tab:blue"}
@@ -23,10 +23,7 @@ COLORS = {"unfused": "tab:red", "core ops": "tab:gray", "fused": "tab:blue"}
 def main():
     args = parse_args(__doc__, "out/13_fused_kernels", "folder with fused_bandwidth.csv")
     rows = read_csv(os.path.join(args.inp, "fused_bandwidth.csv"), NEEDED, "ch13_fused_kernels")
-    chains = []
-    for r in rows:
-        if r["chain"] not in chains:
-            chains.append(r["chain"])
+    chains = distinct(rows, "chain")
     fig, (ax_t, ax_g) = plt.subplots(1, 2, figsize=(13, 4.5))
     width = 0.27
     for k, (variant, color) in enumerate(COLORS.items()):

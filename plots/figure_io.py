@@ -57,3 +57,12 @@ def read_csv(path, needed, producer):
     if not rows or any(c not in rows[0] for c in needed):
         sys.exit(f"{path}: expected the columns {','.join(needed)} and at least one row")
     return rows
+
+
+def distinct(rows, column):
+    """The values of `column`, each once, in the order the rows first show them."""
+    seen = []
+    for r in rows:
+        if r[column] not in seen:
+            seen.append(r[column])
+    return seen

@@ -40,9 +40,22 @@ struct BucketPlan {
   std::vector<Bucket> buckets;  // in launch order: bucket 0 is the first one backward fills
 };
 
-// Exercise 04.1: the bucket plan for parameters laid out as `infos` (ParamStore::infos(): in
-// order, back to back: infos[i+1].offset == infos[i].offset + infos[i].numel), gradients of
-// `dtype`, and a cap of cap_bytes > 0, by the rule above.
+// Exercise 04.1: the bucket plan for parameters laid out as `infos` (ParamStore::infos()),
+// gradients of `dtype`, and a cap of cap_bytes, by the rule above.
+// Invariants of the result: every parameter in exactly one bucket; read bucket after bucket, the
+// indices run from infos.size() - 1 down to 0 with none skipped; each bucket's [begin, end) is
+// exactly the elements of its parameters and bytes = (end - begin) · dtype_size(dtype); every
+// bucket but the last has bytes >= cap_bytes and was below the cap before its last parameter; the
+// last one may stay below it. plan.cap_bytes and plan.dtype are the arguments.
+// The plan is only right if the layout is what ParamStore makes, so it checks that first. Errors
+// (usp::Error, the message exactly this; the first that applies, in this order, the parameters
+// from index 0 up, each one's elements checked before its offset):
+//   "bucket_plan: the cap must be positive, got <cap_bytes> bytes"
+//   "bucket_plan: no parameters"
+//   "bucket_plan: parameter <i> (<name>) has <numel> elements"                    (numel < 1)
+//   "bucket_plan: parameter <i> (<name>) starts at element <offset>, not <expected>: the layout
+//    must be back to back from element 0"   (on one line; expected = 0 for i = 0, else where
+//                                            parameter i-1 ends: a gap, an overlap, a repeat)
 BucketPlan bucket_plan(const std::vector<ParamInfo>& infos, std::int64_t cap_bytes, DType dtype);
 
 }  // namespace usp::ch04

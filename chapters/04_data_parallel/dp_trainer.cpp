@@ -17,7 +17,7 @@ DataParallelTrainer::DataParallelTrainer(const DpConfig& cfg, Communicator& comm
   optimizer_ = std::make_unique<AdamW>(*params_, cfg.train.adamw);
   BucketPlan plan;
   if (cfg.mode == DpMode::bucketing) plan = bucket_plan(params_->infos(), cfg.bucket_cap_bytes, params_->dtype());
-  sync_ = std::make_unique<GradientSync>(cfg.mode, comm, *params_, std::move(plan));
+  sync_ = std::make_unique<GradientSync>(cfg.mode, comm, whole_model(*params_), std::move(plan));
   ModelHooks hooks;
   trace_units(hooks, static_cast<int>(cfg.train.model.layers));
   sync_->attach(hooks);

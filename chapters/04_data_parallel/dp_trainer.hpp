@@ -24,7 +24,7 @@ struct DpConfig {
   TrainingConfig train;                          // model, seq, mbs (= b), AdamW, seed
   std::int64_t grad_acc = 1;                     // k micro-batches per optimizer step
   DpMode mode = DpMode::bucketing;
-  std::int64_t bucket_cap_bytes = 1 << 20;       // bucketing only
+  std::int64_t bucket_cap_bytes = kDefaultBucketCapBytes;  // bucketing only
 };
 
 // What one step did on this rank.

@@ -23,9 +23,19 @@ const std::vector<DpMode>& all_dp_modes() {
   return modes;
 }
 
-GradientSync::GradientSync(DpMode mode, Communicator& comm, ParamStore& params, BucketPlan plan)
-    : mode_(mode), comm_(comm), params_(params), plan_(std::move(plan)) {
-  USP_CHECK(params_.has_grads(), "GradientSync needs a parameter store with gradients");
+GradientBuffer whole_model(ParamStore& params) {
+  USP_CHECK(params.has_grads() && params.flat_grad().defined(), "GradientSync needs a store with a flat gradient buffer");
+  return GradientBuffer{params.flat_grad(), params.infos()};
+}
+
+GradientSync::GradientSync(DpMode mode, Communicator& comm, GradientBuffer buffer, BucketPlan plan)
+    : mode_(mode), comm_(comm), buffer_(std::move(buffer)), plan_(std::move(plan)) {
+  USP_CHECK(buffer_.grad.defined(), "GradientSync needs a gradient buffer");
+}
+
+Tensor GradientSync::grad(int param) const {
+  const ParamInfo& p = buffer_.infos[static_cast<std::size_t>(param)];
+  return buffer_.grad.slice(p.offset, p.offset + p.numel);
 }
 
 void GradientSync::attach(ModelHooks& hooks) {
@@ -36,7 +46,7 @@ void GradientSync::begin_backward(bool final_micro_batch) {
   USP_CHECK(!syncing_, "GradientSync::begin_backward: the previous final backward was not finished");
   syncing_ = final_micro_batch;
   if (syncing_ && mode_ == DpMode::bucketing)
-    buckets_ = start_bucket_launches(plan_, params_.infos().size());
+    buckets_ = start_bucket_launches(plan_, buffer_.infos.size());
 }
 
 namespace {
@@ -55,12 +65,12 @@ void trace_launch() {
 void GradientSync::grad_ready(int param) {
   if (!syncing_) return;  // a non-final micro-batch: accumulate locally, say nothing
   if (mode_ == DpMode::overlap) {
-    Tensor g = params_.grad(param);
+    Tensor g = grad(param);
     pending_.push_back(comm_.all_reduce_async(g, ReduceOp::avg));
     trace_launch();
   } else if (mode_ == DpMode::bucketing) {
     const std::size_t before = buckets_.launched.size();
-    on_grad_ready(buckets_, param, comm_, params_.flat_grad());
+    on_grad_ready(buckets_, param, comm_, buffer_.grad);
     for (std::size_t i = before; i < buckets_.launched.size(); ++i) trace_launch();
   }
 }
@@ -70,8 +80,8 @@ void GradientSync::finish() {
   syncing_ = false;
   if (mode_ == DpMode::naive) {
     // Backward is over; now, one parameter after the other, in the order backward produced them.
-    for (int i = static_cast<int>(params_.infos().size()) - 1; i >= 0; --i) {
-      Tensor g = params_.grad(i);
+    for (int i = static_cast<int>(buffer_.infos.size()) - 1; i >= 0; --i) {
+      Tensor g = grad(i);
       trace_launch();
       comm_.all_reduce(g, ReduceOp::avg);
     }
@@ -95,7 +105,7 @@ void GradientSync::finish() {
 
 std::int64_t GradientSync::collectives_per_step() const {
   return mode_ == DpMode::bucketing ? static_cast<std::int64_t>(plan_.buckets.size())
-                                    : static_cast<std::int64_t>(params_.infos().size());
+                                    : static_cast<std::int64_t>(buffer_.infos.size());
 }
 
 }  // namespace usp::ch04

@@ -18,6 +18,10 @@
 // With gradient accumulation (k micro-batches per step) only the LAST micro-batch's backward
 // synchronises: the earlier ones just accumulate locally (begin_backward(false)), as
 // DDP's no_sync(). Communication per step is therefore the same whatever k is.
+//
+// What is synchronised is a GradientBuffer: one contiguous gradient buffer and the parameters
+// laid out in it. Here that is the whole model's flat gradient (ParamStore::flat_grad()); chapter
+// 10 runs one GradientSync per contiguous run of a pipeline stage's per-unit buffers.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,24 +39,38 @@ const char* dp_mode_name(DpMode mode);                // "naive", "overlap", "bu
 DpMode parse_dp_mode(const std::string& name);        // UsageError otherwise
 const std::vector<DpMode>& all_dp_modes();            // naive, overlap, bucketing
 
+// The bucket cap the trainers use unless told otherwise (--bucket-mb 1; PyTorch DDP's default,
+// 25 MiB, is sized for models far larger than this course's).
+constexpr std::int64_t kDefaultBucketCapBytes = std::int64_t{1} << 20;
+
+// A contiguous gradient buffer and its parameters: infos[i] is parameter i of the buffer, at
+// [offset, offset + numel) of `grad`, back to back in order (what bucket_plan() takes).
+struct GradientBuffer {
+  Tensor grad;                   // [n] (any layout; only its elements matter)
+  std::vector<ParamInfo> infos;  // offsets into grad
+};
+GradientBuffer whole_model(ParamStore& params);  // params.flat_grad() and params.infos()
+
 class GradientSync {
  public:
-  // plan: the buckets of the bucketing mode (ignored by the other two); params: the store the
-  // model accumulates into. comm: the data-parallel group.
-  GradientSync(DpMode mode, Communicator& comm, ParamStore& params, BucketPlan plan);
+  // plan: the buckets of the bucketing mode over buffer.infos (ignored by the other two); buffer:
+  // where the model accumulates the gradients, and the parameters the hook's indices name.
+  // comm: the data-parallel group.
+  GradientSync(DpMode mode, Communicator& comm, GradientBuffer buffer, BucketPlan plan);
   GradientSync(const GradientSync&) = delete;  // the model's hook points at this object
   GradientSync& operator=(const GradientSync&) = delete;
 
   DpMode mode() const { return mode_; }
   const BucketPlan& plan() const { return plan_; }
-  // Sets hooks.grad_ready (other hooks are kept): the model then reports each final gradient.
+  // Sets hooks.grad_ready (other hooks are kept): the model then reports each final gradient
+  // (parameter i of the buffer).
   void attach(ModelHooks& hooks);
 
   // Before each micro-batch's backward: whether its gradients are the step's final ones (the
   // last micro-batch), which are the only ones synchronised.
   void begin_backward(bool final_micro_batch);
   // After the final backward: runs the naive all-reduces, or waits for the launched ones.
-  // Afterwards params' gradient buffer holds the average over the ranks.
+  // Afterwards the gradient buffer holds the average over the ranks.
   void finish();
 
   // All-reduces one step issues: one per parameter (naive, overlap) or per bucket.
@@ -60,10 +78,11 @@ class GradientSync {
 
  private:
   void grad_ready(int param);
+  Tensor grad(int param) const;  // parameter param's elements of the buffer
 
   DpMode mode_;
   Communicator& comm_;
-  ParamStore& params_;
+  GradientBuffer buffer_;
   BucketPlan plan_;
   bool syncing_ = false;
   std::vector<WorkHandle> pending_;   // overlap: one per launched parameter

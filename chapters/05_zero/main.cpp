@@ -10,13 +10,17 @@
 //        - the bytes each rank sends per step, by collective, against data parallelism's.
 //   2. ZeRO-3 with and without prefetching the next unit's all-gather (--prefetch), with a trace
 //      of the last step of each (plots/ch05_zero3_trace.py draws them as timelines).
-//   3. The calculator's Llama-3.1 8B at DP = 8 under DP and ZeRO-1/2/3 over sequence lengths
+//   3. Each step prints the progress line (variant_runner.hpp); --eval-every N evaluates the
+//      held-out loss every N steps on a replica of the full parameters split over the ranks
+//      (stage_run.hpp), outside the stages' memory and traffic (summary.json's results.validation:
+//      the last stage's, as its losses).
+//   4. The calculator's Llama-3.1 8B at DP = 8 under DP and ZeRO-1/2/3 over sequence lengths
 //      (the playbook's figure; plots/ch05_zero_memory.py).
 // Writes <out>/summary.json, zero_stages.csv (plots/ch05_zero_stages.py), zero3_prefetch.* and
 // zero3_no_prefetch.* (Chrome trace JSON + CSV), zero_memory.csv.
 //
 //   mpirun -np 4 build/bin/ch05_zero [--zero 0,1,2,3] [--prefetch both] [--grad-acc 1]
-//                                    [--precision bf16 [--fp32-grad-accum]]
+//                                    [--precision bf16 [--fp32-grad-accum]] [--eval-every 2] [--quiet]
 //   ./usp run 05
 #include <iostream>
 #include <sstream>
@@ -31,6 +35,7 @@
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace {
@@ -60,7 +65,7 @@ struct Setup {
   TrainingInputs in;
   std::vector<ZeroOptions> stages = {};
   std::int64_t grad_acc = 0;
-  ProgressFlags progress = {};  // --quiet
+  ProgressFlags progress = {};  // --quiet, --eval-every, --eval-batches
 };
 
 // Reads and checks the flags; every rank agrees on the outcome (one message on failure).
@@ -74,7 +79,8 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
       throw UsageError("--fp32-grad-accum needs --precision bf16 (fp32 gradients already accumulate in fp32)");
     s.stages = parse_stages(cli.get_string("zero"), cli.get_string("prefetch"), fp32_accum);
     s.grad_acc = resolve_grad_acc(cli, cfg.mbs, dp);
-    s.progress = runner_flags_from(cli);
+    s.progress = progress_flags_from(cli);
+    if (s.progress.eval_every > 0) check_validation_data(*s.in.data, s.progress.eval_batches, cfg.mbs, cfg.seq);
   });
   return s;
 }
@@ -102,7 +108,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("global-batch", 0, "samples per step over all ranks; sets --grad-acc (0: mbs × grad-acc × dp)",
               0, 1 << 24);
   cli.add_flag("fp32-grad-accum", "with --precision bf16: accumulate gradients in fp32 (4 more bytes per parameter)");
-  add_runner_flags(cli);
+  add_progress_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& cfg = setup.in.config;
@@ -118,8 +124,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   std::vector<StageResult> results;
   for (const ZeroOptions& o : setup.stages) {
     const std::string trace = o.stage != 3 ? "" : o.prefetch ? "zero3_prefetch" : "zero3_no_prefetch";
-    results.push_back(
-        run_stage(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, setup.grad_acc, o, trace));
+    results.push_back(run_stage(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, setup.grad_acc, o, trace,
+                                setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
   }
   const StagesReport report = gather_stages(comms.metrics(), std::move(results), cfg.steps);
   const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_zero());  // 4. the 8B figure
@@ -136,6 +142,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   j.begin_object().field("dp", dp).field("grad_acc", setup.grad_acc).field("global_batch", dp * setup.grad_acc * cfg.mbs);
   j.field("num_parameters", cfg.model.num_parameters());
   write_stages_json(j, report, tokens_per_step);
+  write_validation_json(j, report.results.back().val_steps, report.results.back().val_losses);
   j.end_object();
   // The top-level losses, memory and comm_bytes are the last stage's (its peaks and counters are
   // the tracker's and the world's since that stage began); "results" holds every stage.

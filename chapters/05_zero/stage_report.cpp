@@ -5,31 +5,23 @@
 
 #include "chapters/05_zero/unit_schedule.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_numbers.hpp"
+#include "common/train/variants_report.hpp"
 
 namespace usp::ch05 {
 
 namespace {
 
 constexpr double kMiB = 1048576.0;
-constexpr MemCategory kCategories[] = {MemCategory::Parameter,  MemCategory::Gradient,   MemCategory::OptimizerState,
-                                       MemCategory::Activation, MemCategory::CommBuffer, MemCategory::Temporary};
-constexpr MemCategory kState[] = {MemCategory::Parameter, MemCategory::Gradient, MemCategory::OptimizerState};
 constexpr CommOp kCollectives[] = {CommOp::all_reduce, CommOp::reduce_scatter, CommOp::all_gather};
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return d;
-}
 
 // zero_stages.csv's columns; the measured ones, from peak_parameter to max_units_held (steps
 // aside), are what each rank contributes, in this order.
 report::Table stage_numbers_table() {
   std::vector<report::Column> c = {{.key = "stage"}, {.key = "label"}, {.key = "prefetch"}, {.key = "rank"}};
-  for (MemCategory m : kCategories) c.push_back({.key = std::string("peak_") + mem_category_name(m)});
-  for (MemCategory m : kState) c.push_back({.key = std::string("resident_") + mem_category_name(m)});
-  for (MemCategory m : kState) c.push_back({.key = std::string("formula_") + mem_category_name(m)});
+  add_memory_columns(c, "peak_", MemColumns::all);
+  add_memory_columns(c, "resident_", MemColumns::state);
+  add_memory_columns(c, "formula_", MemColumns::state);
   c.push_back({.key = "peak_total"});
   for (CommOp op : kCollectives) c.push_back({.key = std::string("sent_") + comm_op_name(op)});
   c.push_back({.key = "sent_total"});
@@ -40,8 +32,8 @@ report::Table stage_numbers_table() {
 
 std::vector<std::int64_t> measured(const StageResult& r) {
   std::vector<std::int64_t> v;
-  for (MemCategory c : kCategories) v.push_back(r.peak[c]);
-  for (MemCategory c : kState) v.push_back(r.resident[c]);
+  add_memory_values(v, r.peak, MemColumns::all);
+  add_memory_values(v, r.resident, MemColumns::state);
   v.insert(v.end(), {r.formula.parameters, r.formula.gradients, r.formula.optimizer, r.peak.total()});
   for (CommOp op : kCollectives) v.push_back(static_cast<std::int64_t>(r.comm.sent(op)));
   v.push_back(static_cast<std::int64_t>(r.comm.total_sent()));
@@ -116,7 +108,7 @@ void print_losses(std::ostream& out, const StagesReport& s) {
 void print_memory(std::ostream& out, const StagesReport& s, const TrainingConfig& cfg) {
   bool all_equal = true;  // on every rank
   for (std::size_t r = 0; r < s.numbers.rows(); ++r)
-    for (MemCategory c : kState)
+    for (MemCategory c : mem_categories(MemColumns::state))
       all_equal = all_equal && s.numbers.at(r, std::string("resident_") + mem_category_name(c)) ==
                                    s.numbers.at(r, std::string("formula_") + mem_category_name(c));
   out << "\n2. Memory per rank (rank 0; MiB): the state kept between steps, and the peaks.\n"
@@ -175,7 +167,7 @@ void print_comm(std::ostream& out, const StagesReport& s) {
 void write_stages_json(JsonWriter& j, const StagesReport& s, double tokens_per_step) {
   const std::vector<std::string> state = {"parameter", "gradient", "optimizer_state"};
   std::vector<std::string> categories;
-  for (MemCategory c : kCategories) categories.push_back(mem_category_name(c));
+  for (MemCategory c : mem_categories(MemColumns::all)) categories.push_back(mem_category_name(c));
   j.key("stages").begin_array();
   for (std::size_t i = 0; i < s.results.size(); ++i) {
     const StageResult& r = s.results[i];

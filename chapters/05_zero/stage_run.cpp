@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+#include "common/model/model.hpp"
+#include "common/train/validation_loss.hpp"
+#include "common/train/variant_numbers.hpp"
+
 namespace usp::ch05 {
 
 std::string stage_label(const ZeroOptions& o) {
@@ -12,9 +16,23 @@ std::string stage_label(const ZeroOptions& o) {
   return s;
 }
 
+namespace {
+
+// The held-out loss of the trained state: a replica of the full parameters (f32, flat order) on
+// every rank of metrics, its batches split over them (collective over metrics).
+double replica_validation_loss(Communicator& metrics, const TrainingConfig& cfg, const std::vector<float>& full,
+                               const Dataset& data, std::int64_t batches) {
+  ParamStore replica(cfg.model, cfg.dtype, cfg.device, false);
+  replica.flat().copy_from(Tensor::from_floats(full, {replica.numel()}, cfg.dtype));
+  Model model(replica, cfg.model_options());
+  return validation_loss(metrics, model, data, batches, cfg.mbs, cfg.seq);
+}
+
+}  // namespace
+
 StageResult run_stage(VariantRunner& runner, Communicator& dp, Communicator& metrics, const TrainingConfig& cfg,
                       const Dataset& data, std::int64_t grad_acc, const ZeroOptions& options,
-                      const std::string& trace_name) {
+                      const std::string& trace_name, std::int64_t eval_batches) {
   MemoryTracker& tracker = MemoryTracker::instance();
   StageResult r;
   r.options = options;
@@ -39,16 +57,20 @@ StageResult run_stage(VariantRunner& runner, Communicator& dp, Communicator& met
   };
   steps.after_steps = [&] {
     r.comm = dp.stats();
-    // A collective's buffers are let go by the communicator's progress thread just after the op
-    // completes; an op queued behind them (this barrier) completes only once they are gone, so
-    // the tracker now shows exactly the state the trainer keeps.
-    dp.barrier();
-    r.resident = tracker.current();
-    r.peak = tracker.peak();
+    const RankMemory settled = settled_memory({&dp});
+    r.resident = settled.resident;
+    r.peak = settled.peak;
     r.max_units_held = trainer.max_units_held();
   };
+  if (eval_batches > 0)
+    steps.validation = [&](std::int64_t) {
+      const MemoryTracker::Unmeasured off_the_books;  // the peaks are the steps'
+      return replica_validation_loss(metrics, cfg, trainer.full_parameters(metrics), data, eval_batches);
+    };
   const VariantRun run = runner.run(steps);
   r.losses = run.losses;
+  r.val_steps = run.val_steps;
+  r.val_losses = run.val_losses;
   r.seconds = run.seconds;
   r.parameters = trainer.full_parameters(metrics);
   return r;

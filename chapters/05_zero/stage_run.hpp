@@ -27,6 +27,8 @@ struct StageResult {
   std::vector<float> parameters;  // the final parameters, flat order (the same on every rank)
   int max_units_held = 0;         // stage 3
   double seconds = 0;             // wall time of the steps (the runner's)
+  std::vector<std::int64_t> val_steps;  // --eval-every: the steps after which ...
+  std::vector<double> val_losses;       // ... the held-out loss was evaluated, and that loss
   // Traced runs, this rank: of the time the all-gathers (reduce-scatters) really ran, the
   // fraction during which this rank was computing; and the traced step's length.
   double gather_hidden = 0, reduce_hidden = 0, traced_step_ms = 0;
@@ -40,8 +42,14 @@ std::string stage_label(const ZeroOptions& options);
 // carries the final parameters: variant_runner.hpp), so dp's byte counters hold exactly what the
 // stage communicates. With trace_name non-empty, the last step is traced and written to the
 // runner's trace_dir/trace_name.{json,csv}.
+// With eval_batches > 0, the variant has the runner's validation hook (--eval-every): ZeRO is data
+// parallelism, so the held-out loss is evaluated as chapter 04 does, on a replica split over the
+// ranks (validation_loss.hpp: the single-rank value's bits). The replica's parameters are the full
+// ones (trainer.full_parameters: under ZeRO-2/3 gathered, as ZeRO-3 does for every forward) over
+// metrics, so dp's counters keep the training traffic alone, and off the tracker's books, so the
+// peaks are the steps'.
 StageResult run_stage(VariantRunner& runner, Communicator& dp, Communicator& metrics, const TrainingConfig& cfg,
                       const Dataset& data, std::int64_t grad_acc, const ZeroOptions& options,
-                      const std::string& trace_name = "");
+                      const std::string& trace_name = "", std::int64_t eval_batches = 0);
 
 }  // namespace usp::ch05

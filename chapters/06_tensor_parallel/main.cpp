@@ -13,12 +13,15 @@
 //      all-reduces become SP's all-gathers and reduce-scatters (the same bytes), plus the
 //      all-gathers that fetch the column blocks' inputs again in backward.
 //   4. The step time, and a trace of each layout's last step (plots/ch06_tp_traces.py).
+//   Each step prints the progress line (variant_runner.hpp); --eval-every N evaluates the held-out
+//   loss every N steps in each layout itself (tp_run.hpp), outside its memory and traffic
+//   (summary.json's results.validation: the last layout's, as its losses).
 //   5. The calculator's Llama-3.1 70B at TP 1, 8 and 16 without and with SP (plots/ch06_tp_memory.py).
 // Writes <out>/summary.json, tp_variants.csv (plots/ch06_activation_vs_t.py), the traces
 // trace_tp<t>[_sp].{json,csv} (plots/ch06_tp_traces.py) and tp_memory.csv.
 //
 //   mpirun -np 4 build/bin/ch06_tensor_parallel [--tp 1,2,4] [--sp both] [--grad-acc 1]
-//                                               [--save DIR] [--load DIR]
+//                                               [--save DIR] [--load DIR] [--eval-every 2] [--quiet]
 //   ./usp run 06
 #include <algorithm>
 #include <iostream>
@@ -36,6 +39,7 @@
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace {
@@ -48,7 +52,7 @@ struct Setup {
   std::vector<Variant> variants = {};
   std::vector<int> skipped = {};  // t of the default --tp that do not divide the world size
   std::int64_t grad_acc = 0;      // micro-batches per rank at t = 1 (dp = W)
-  ProgressFlags progress = {};    // --quiet
+  ProgressFlags progress = {};    // --quiet, --eval-every, --eval-batches
 };
 
 std::vector<int> parse_tp_list(const std::string& text) {
@@ -108,7 +112,9 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     // The global batch of W × grad-acc × mbs samples: a layout with dp = W / t replicas runs
     // grad-acc × t micro-batches per replica, so every layout sees the same samples per step.
     s.grad_acc = resolve_grad_acc(cli, s.in.config.mbs, rt.size());
-    s.progress = runner_flags_from(cli);
+    s.progress = progress_flags_from(cli);
+    const TrainingConfig& cfg = s.in.config;
+    if (s.progress.eval_every > 0) check_validation_data(*s.in.data, s.progress.eval_batches, cfg.mbs, cfg.seq);
     plan_variants(s, cli, rt.size());
     if (!cli.get_string("save").empty() && cli.get_string("save") == cli.get_string("load"))
       throw UsageError("--save and --load name the same directory '" + cli.get_string("save") + "'");
@@ -151,7 +157,7 @@ void add_flags(Cli& cli) {
               1 << 24);
   cli.add_string("save", "", "after the last layout's steps, save its model here (a whole Hugging Face checkpoint)");
   cli.add_string("load", "", "start every layout from this checkpoint (any TP degree) instead of the seed's weights");
-  add_runner_flags(cli);
+  add_progress_flags(cli);
 }
 
 // The global batch's tokens: W × grad-acc micro-batches of mbs × seq.
@@ -184,7 +190,8 @@ std::optional<VariantsReport> run_layouts(Runtime& rt, const Cli& cli, const Set
     // Every layout runs the blocks of exercise 06.1 and the loss of 06.2: while they are stubs,
     // nothing can train (skipped on every rank together).
     const std::string missing = rt.skip_if_not_implemented([&] {
-      results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i], hooks));
+      results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i], hooks,
+                                    setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
     });
     if (!missing.empty()) {
       if (rt.is_root())
@@ -221,8 +228,9 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const Varian
   j.begin_object().field("world", world).field("grad_acc", setup.grad_acc);
   j.field("global_batch", world * setup.grad_acc * cfg.mbs).field("num_parameters", cfg.model.num_parameters());
   write_variants_json(j, report);
-  j.end_object();
   const VariantResult& last = report.results.back();
+  write_validation_json(j, last.val_steps, last.val_losses);
+  j.end_object();
   CommStats traffic = last.tp_comm;
   traffic += last.dp_comm;
   write_training_summary(rt.world(), cli.get_string("out") + "/summary.json",

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_numbers.hpp"
 #include "common/train/variants_report.hpp"
 
 namespace usp::ch06 {
@@ -12,15 +13,14 @@ namespace usp::ch06 {
 namespace {
 
 constexpr double kMiB = 1048576.0, kKiB = 1024.0;
-constexpr MemCategory kCategories[] = {MemCategory::Parameter,  MemCategory::Gradient,   MemCategory::OptimizerState,
-                                       MemCategory::Activation, MemCategory::CommBuffer, MemCategory::Temporary};
-constexpr MemCategory kState[] = {MemCategory::Parameter, MemCategory::Gradient, MemCategory::OptimizerState};
+
 // The collectives the layouts use: on the tensor-parallel group all three, on the data-parallel
 // group the gradient all-reduce.
-constexpr CommOp kTpOps[] = {CommOp::all_reduce, CommOp::reduce_scatter, CommOp::all_gather};
+const std::vector<GroupOps> kGroups = {{"tp", {CommOp::all_reduce, CommOp::reduce_scatter, CommOp::all_gather}},
+                                       {"dp", {CommOp::all_reduce}}};
 
-std::string tp_key(const char* what, CommOp op) { return std::string(what) + "_tp_" + comm_op_name(op); }
-std::string dp_key(const char* what) { return std::string(what) + "_dp_all_reduce"; }
+std::string tp_key(const char* what, CommOp op) { return traffic_key(what, "tp", op); }
+std::string dp_key(const char* what) { return traffic_key(what, "dp", CommOp::all_reduce); }
 
 // tp_variants.csv's columns: the variant's description, then what each rank contributes
 // (measured(), in this order), then the step time and the throughput.
@@ -29,15 +29,10 @@ report::Table variant_numbers_table() {
                                    {.key = "micro_batches"}, {.key = "rank"}};
   c.push_back({.key = "tp_rank"});
   c.push_back({.key = "dp_rank"});
-  for (MemCategory m : kCategories) c.push_back({.key = std::string("peak_") + mem_category_name(m)});
-  c.push_back({.key = "peak_total"});
-  for (MemCategory m : kState) c.push_back({.key = std::string("resident_") + mem_category_name(m)});
+  add_rank_memory_columns(c);
   c.push_back({.key = "layer_activation_measured"});
   c.push_back({.key = "layer_activation_formula"});
-  for (const char* what : {"sent", "counted", "calls", "counted_calls"}) {
-    for (CommOp op : kTpOps) c.push_back({.key = tp_key(what, op)});
-    c.push_back({.key = dp_key(what)});
-  }
+  add_traffic_columns(c, kGroups);
   c.push_back({.key = "comm_matches_count"});  // every op's bytes and calls, on both groups
   c.push_back({.key = "step_seconds"});
   c.push_back({.key = "tokens_per_second"});
@@ -46,28 +41,12 @@ report::Table variant_numbers_table() {
 
 std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   std::vector<std::int64_t> v = {r.tp_rank, r.dp_rank};
-  for (MemCategory c : kCategories) v.push_back(r.peak[c]);
-  v.push_back(r.peak_total);
-  for (MemCategory c : kState) v.push_back(r.resident[c]);
+  add_rank_memory_values(v, r.memory);
   v.insert(v.end(), {r.layer_saved, r.layer_formula});
-  const auto per_step = [&](std::uint64_t x) { return static_cast<std::int64_t>(x) / steps; };
-  const int ar = static_cast<int>(CommOp::all_reduce);
-  for (CommOp op : kTpOps) v.push_back(per_step(r.tp_comm.sent(op)));
-  v.push_back(per_step(r.dp_comm.sent(CommOp::all_reduce)));
-  for (CommOp op : kTpOps) v.push_back(static_cast<std::int64_t>(r.counted.tp_bytes[static_cast<int>(op)]));
-  v.push_back(static_cast<std::int64_t>(r.counted.dp_bytes[ar]));
-  for (CommOp op : kTpOps) v.push_back(per_step(r.tp_comm.count(op)));
-  v.push_back(per_step(r.dp_comm.count(CommOp::all_reduce)));
-  for (CommOp op : kTpOps) v.push_back(static_cast<std::int64_t>(r.counted.tp_calls[static_cast<int>(op)]));
-  v.push_back(static_cast<std::int64_t>(r.counted.dp_calls[ar]));
-  // Exact, over every kind of op and all steps (not per step, which would round).
-  bool match = true;
-  const std::uint64_t s = static_cast<std::uint64_t>(steps);
-  for (int op = 0; op < kNumCommOps; ++op)
-    match = match && r.tp_comm.bytes_sent[op] == s * r.counted.tp_bytes[op] &&
-            r.tp_comm.calls[op] == s * r.counted.tp_calls[op] &&
-            r.dp_comm.bytes_sent[op] == s * r.counted.dp_bytes[op] && r.dp_comm.calls[op] == s * r.counted.dp_calls[op];
-  v.push_back(match ? 1 : 0);
+  const std::vector<GroupTraffic> traffic = {{r.tp_comm, r.counted.tp_bytes, r.counted.tp_calls},
+                                             {r.dp_comm, r.counted.dp_bytes, r.counted.dp_calls}};
+  add_traffic_values(v, kGroups, traffic, steps);
+  v.push_back(traffic_matches_count(traffic, steps) ? 1 : 0);
   v.push_back(static_cast<std::int64_t>(std::llround(r.median_step_seconds() * 1e9)));
   return v;
 }
@@ -78,7 +57,7 @@ std::int64_t as_int(const report::Value& v) { return std::get<std::int64_t>(v); 
 std::vector<report::Value> rank0_row(const VariantsReport& r, std::size_t i, const std::vector<std::string>& keys) {
   std::vector<report::Value> row;
   row.emplace_back(r.results[i].variant.layout.label());
-  for (const std::string& k : keys) row.push_back(r.rank0(i, k));
+  for (const std::string& k : keys) row.push_back(r.at(i, 0, k));
   return row;
 }
 
@@ -90,10 +69,6 @@ std::vector<VariantLosses> losses_of(const VariantsReport& r) { return variant_l
 
 }  // namespace
 
-const report::Value& VariantsReport::rank0(std::size_t variant, const std::string& key) const {
-  return numbers.at(variant * static_cast<std::size_t>(world), key);
-}
-
 bool VariantsReport::all_equal(const std::string& key, const std::string& other) const {
   for (std::size_t row = 0; row < numbers.rows(); ++row)
     if (numbers.at(row, key) != numbers.at(row, other)) return false;
@@ -102,7 +77,7 @@ bool VariantsReport::all_equal(const std::string& key, const std::string& other)
 
 VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult> results, std::int64_t steps,
                                double tokens_per_step, LossAgreement losses) {
-  VariantsReport r{std::move(results), variant_numbers_table(), metrics.size(), steps, tokens_per_step, losses};
+  VariantsReport r{{std::move(results), variant_numbers_table(), metrics.size(), steps, tokens_per_step, losses}};
   for (const VariantResult& v : r.results) {
     const auto per_rank = gather_int64(metrics, measured(v, steps));
     const TpLayout& l = v.variant.layout;
@@ -145,13 +120,13 @@ void print_memory(std::ostream& out, const VariantsReport& r) {
   out << "\n   One decoder layer's saved activations (rank 0; KiB): measured by the tracker while the layer\n"
          "   ran forward, and the course's count (tp_formulas.hpp: the stream's tensors whole on every rank\n"
          "   under TP, split by rows under SP; the rest split by t); ratio: measured / the first layout's\n";
-  const double base = static_cast<double>(as_int(r.rank0(0, "layer_activation_measured")));
+  const double base = static_cast<double>(as_int(r.at(0, 0, "layer_activation_measured")));
   report::Table a({label_column(), {.header = "measured", .format = " %10.1f", .scale = 1 / kKiB},
                    {.header = "formula", .format = " %10.1f", .scale = 1 / kKiB},
                    {.header = "ratio", .format = " %8.3f"}});
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     std::vector<report::Value> row = rank0_row(r, i, {"layer_activation_measured", "layer_activation_formula"});
-    row.emplace_back(base > 0 ? static_cast<double>(as_int(r.rank0(i, "layer_activation_measured"))) / base : 0.0);
+    row.emplace_back(base > 0 ? static_cast<double>(as_int(r.at(i, 0, "layer_activation_measured"))) / base : 0.0);
     a.add(std::move(row));
   }
   a.print(out);
@@ -174,15 +149,12 @@ void print_comm(std::ostream& out, const VariantsReport& r) {
                            tp_key("calls", CommOp::reduce_scatter), tp_key("calls", CommOp::all_gather),
                            dp_key("calls")}));
   t.print(out);
-  bool all_match = true;
-  for (std::size_t row = 0; row < r.numbers.rows(); ++row)
-    all_match = all_match && as_int(r.numbers.at(row, "comm_matches_count")) == 1;
   out << "  (per micro-batch and layer: TP forward 2 all-reduces of the stream [N, C], backward 2; TP+SP forward\n"
          "   2 all-gathers + 2 reduce-scatters, backward 2 all-gathers of the output gradient + 2 reduce-scatters\n"
          "   + 2 all-gathers re-gathering the column blocks' inputs; plus the embedding, the head and the loss's\n"
          "   3 all-reduces of N floats; SP adds the norm weights' gradient all-reduces once per step)\n"
       << "  measured = the operator count (tp_formulas.hpp), bytes and calls of every op, on every rank: "
-      << (all_match ? "yes, exactly" : "NO (see tp_variants.csv)") << "\n";
+      << (r.holds_on_every_rank("comm_matches_count") ? "yes, exactly" : "NO (see tp_variants.csv)") << "\n";
 }
 
 void print_speed(std::ostream& out, const VariantsReport& r) {

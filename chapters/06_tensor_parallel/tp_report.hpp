@@ -10,20 +10,13 @@
 #include "common/json.hpp"
 #include "common/train/loss_agreement.hpp"
 #include "common/report/table.hpp"
+#include "common/train/variants_report.hpp"
 
 namespace usp::ch06 {
 
-// numbers: one row per variant and world rank (row i·W + r: variant i, rank r), the columns of
-// tp_variants.csv: bytes sent and calls are per optimizer step, the step time the median.
-struct VariantsReport {
-  std::vector<VariantResult> results;
-  report::Table numbers;
-  int world = 1;
-  std::int64_t steps = 1;
-  double tokens_per_step = 0;  // the global batch's tokens
-  LossAgreement losses;        // every variant's losses against the first's (VariantRunner::agreement)
-
-  const report::Value& rank0(std::size_t variant, const std::string& key) const;
+// numbers: the columns of tp_variants.csv (bytes sent and calls are per optimizer step, the
+// step time the median).
+struct VariantsReport : VariantsTable<VariantResult> {
   // Whether every rank's `key` equals its `other` in every variant.
   bool all_equal(const std::string& key, const std::string& other) const;
 };

@@ -3,6 +3,8 @@
 
 #include "common/model/unit_spans.hpp"
 #include "common/report/median.hpp"
+#include "common/train/held_out_traffic.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch06 {
 
@@ -13,7 +15,7 @@ std::string variant_name(const TpLayout& layout) {
 double VariantResult::median_step_seconds() const { return report::median(step_seconds); }
 
 VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant, const TrainerHooks& hooks) {
+                          const Variant& variant, const TrainerHooks& hooks, std::int64_t eval_batches) {
   MemoryTracker& tracker = MemoryTracker::instance();
   VariantResult r;
   r.variant = variant;
@@ -38,23 +40,29 @@ VariantResult run_variant(VariantRunner& runner, Communicator& world, const Trai
   steps.step = [&](std::int64_t step) {
     return trainer.step(rank_micro_batches(data, step, r.dp_rank, variant.micro_batches, cfg.mbs, cfg.seq));
   };
+  // The held-out loss: the replicas' ranks of one tp rank (a group of metrics: it counts nothing
+  // the chapter reports) split the batches; the evaluations' tp collectives are set aside.
+  Communicator& metrics = runner.metrics();
+  const std::unique_ptr<Communicator> replicas = eval_batches > 0 ? metrics.split(r.tp_rank, r.dp_rank) : nullptr;
+  HeldOutTraffic held_out(trainer.tp());
+  if (eval_batches > 0)
+    steps.validation = [&](std::int64_t) {
+      const MemoryTracker::Unmeasured off_the_books;  // the peaks are the steps'
+      return held_out.count(
+          [&] { return validation_loss(*replicas, trainer.model(), data, eval_batches, cfg.mbs, cfg.seq); });
+    };
   steps.after_steps = [&] {
-    r.tp_comm = trainer.tp().stats();
+    r.tp_comm = held_out.training_stats();
     r.dp_comm = trainer.dp().stats();
     r.layer_saved = trainer.model().measured_saved_bytes()[1];
-    // A collective's buffers are let go by the communicator's progress thread just after the op
-    // completes; an op queued behind them (these barriers) completes only once they are gone, so
-    // the tracker now shows exactly the state the trainer keeps.
-    trainer.tp().barrier();
-    trainer.dp().barrier();
-    r.resident = tracker.current();
-    r.peak = tracker.peak();
-    r.peak_total = tracker.peak_total();
+    r.memory = settled_memory({&trainer.tp(), &trainer.dp()});
     if (hooks.after_training) hooks.after_training(trainer);
   };
   const VariantRun run = runner.run(steps);
   r.losses = run.losses;
   r.step_seconds = run.step_seconds;
+  r.val_steps = run.val_steps;
+  r.val_losses = run.val_losses;
   r.parameters = trainer.full_parameters();
   return r;
 }

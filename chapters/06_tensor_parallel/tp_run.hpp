@@ -12,6 +12,7 @@
 #include "chapters/06_tensor_parallel/tp_trainer.hpp"
 #include "common/data/dataset.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_numbers.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace usp::ch06 {
@@ -29,15 +30,15 @@ struct VariantResult {
   Variant variant;
   int tp_rank = 0, dp_rank = 0;
   std::vector<double> losses;      // the global mean loss per step (the runner's)
-  MemCounts resident;              // this rank's tracked bytes after the last step
-  MemCounts peak;                  // this rank's peaks, from the trainer built (and loaded) to the end
-  std::int64_t peak_total = 0;     // the peak of the total (not the sum of the peaks)
+  RankMemory memory;               // this rank's after the last step; the peaks from the trainer built (and loaded)
   std::int64_t layer_saved = 0;    // the tracker's Activation growth while layer 0 ran forward
   std::int64_t layer_formula = 0;  // layer_activation_formula
   CommStats tp_comm, dp_comm;      // this rank, all steps
   CommCount counted;               // per step
   std::vector<double> step_seconds;  // this rank's (the runner's)
   std::vector<float> parameters;   // the final parameters, unsharded (the same on every rank)
+  std::vector<std::int64_t> val_steps;  // --eval-every: the steps after which ...
+  std::vector<double> val_losses;       // ... the held-out loss was evaluated, and that loss
 
   double median_step_seconds() const;
 };
@@ -51,7 +52,12 @@ struct TrainerHooks {
 // Trains cfg.steps steps of the variant on world's ranks through `runner` (the steps, their
 // times, the traced last step, the losses' mean over its metrics communicator: variant_runner.hpp),
 // so that the trainer's groups count exactly what the layout communicates.
+// With eval_batches > 0, the variant has the runner's validation hook (--eval-every): the held-out
+// loss in the layout itself, each replica's tp ranks running the split model's forward on the same
+// held-out batches (Model::evaluate) and the replicas taking batches dp_rank, dp_rank + dp, ...
+// (validation_loss.hpp, over a group of the metrics communicator). Its tensor-parallel collectives
+// are taken out of tp_comm (held_out_traffic.hpp) and its memory out of the peaks.
 VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant, const TrainerHooks& hooks = {});
+                          const Variant& variant, const TrainerHooks& hooks = {}, std::int64_t eval_batches = 0);
 
 }  // namespace usp::ch06

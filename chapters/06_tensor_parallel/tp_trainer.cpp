@@ -12,47 +12,42 @@ TpTrainer::TpTrainer(Communicator& world, const TrainingConfig& cfg, TpLayout la
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), layout_.mesh_sizes()));
   tp_quiet_ = mesh_->tp().split(0, mesh_->tp().rank());
   ops_ = std::make_unique<MegatronTp>(mesh_->tp(), layout_.sp, cfg.model.vocab);
-  StoreLayout store_layout;
-  store_layout.tp = TpShard{layout_.tp, mesh_->tp().rank()};
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device, store_layout);
-  store_->init(cfg.seed);
   ModelOptions options = cfg.model_options();
   options.linears = ops_.get();
-  model_ = std::make_unique<Model>(*store_, options);
-  optimizer_ = std::make_unique<AdamW>(*store_, cfg.adamw);
-  for (std::size_t i = 0; i < store_->infos().size(); ++i)
-    if (store_->infos()[i].split_dim < 0) norm_params_.push_back(static_cast<int>(i));
+  state_ = build_rank_model(cfg, StoreLayout{.tp = TpShard{layout_.tp, mesh_->tp().rank()}}, options);
+  for (std::size_t i = 0; i < state_.store->infos().size(); ++i)
+    if (state_.store->infos()[i].split_dim < 0) norm_params_.push_back(static_cast<int>(i));
 }
 
 TpTrainer::~TpTrainer() = default;
 
 double TpTrainer::step(const std::vector<Batch>& micro_batches) {
   const float scale = 1.0f / static_cast<float>(micro_batches.size());
-  store_->zero_grad();
+  state_.store->zero_grad();
   double loss = 0.0;
   for (const Batch& b : micro_batches) {
-    loss += model_->forward(b.inputs, b.targets);
-    model_->backward(scale);
+    loss += state_.model->forward(b.inputs, b.targets);
+    state_.model->backward(scale);
   }
   if (layout_.sp)  // partial sums over each rank's rows of the stream
     for (int i : norm_params_) {
-      Tensor g = store_->grad(i);
+      Tensor g = state_.store->grad(i);
       mesh_->tp().all_reduce(g);
     }
-  if (layout_.dp > 1) mesh_->dp().all_reduce(store_->flat_grad(), ReduceOp::avg);
-  optimizer_->step(*store_);
-  synchronize(store_->device());  // a GPU's queued work belongs to this step (and its time)
+  if (layout_.dp > 1) mesh_->dp().all_reduce(state_.store->flat_grad(), ReduceOp::avg);
+  state_.optimizer->step(*state_.store);
+  synchronize(state_.store->device());  // a GPU's queued work belongs to this step (and its time)
   return loss / static_cast<double>(micro_batches.size());
 }
 
-std::vector<float> TpTrainer::full_parameters() { return gather_full_parameters(*store_, *tp_quiet_); }
+std::vector<float> TpTrainer::full_parameters() { return gather_full_parameters(*state_.store, *tp_quiet_); }
 
 std::vector<float> TpTrainer::full_gradients() {
   // The gradients laid out as parameters: a store of the same shard whose "parameters" are them.
-  ParamStore grads(store_->config(), DType::f32, Device::cpu(), StoreLayout{Residency::flat, Residency::none, 1, store_->layout().tp});
-  grads.flat().copy_from(store_->flat_grad().dtype() == DType::f32
-                             ? store_->flat_grad()
-                             : Tensor::from_floats(store_->flat_grad().to_floats(), {store_->numel()}));
+  ParamStore grads(state_.store->config(), DType::f32, Device::cpu(), StoreLayout{Residency::flat, Residency::none, 1, state_.store->layout().tp});
+  grads.flat().copy_from(state_.store->flat_grad().dtype() == DType::f32
+                             ? state_.store->flat_grad()
+                             : Tensor::from_floats(state_.store->flat_grad().to_floats(), {state_.store->numel()}));
   return gather_full_parameters(grads, *tp_quiet_);
 }
 

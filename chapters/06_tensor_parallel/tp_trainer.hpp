@@ -24,6 +24,7 @@
 #include "common/mesh.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
+#include "common/train/rank_model.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch06 {
@@ -46,9 +47,9 @@ class TpTrainer {
   Mesh& mesh() { return *mesh_; }
   Communicator& tp() { return mesh_->tp(); }
   Communicator& dp() { return mesh_->dp(); }
-  ParamStore& params() { return *store_; }
-  Model& model() { return *model_; }
-  AdamW& optimizer() { return *optimizer_; }
+  ParamStore& params() { return *state_.store; }
+  Model& model() { return *state_.model; }
+  AdamW& optimizer() { return *state_.optimizer; }
 
   // Every parameter unsharded (f32, the single-device flat layout); collective over the tp group,
   // on a communicator of its own so that tp()'s byte counters keep only the training traffic.
@@ -61,9 +62,7 @@ class TpTrainer {
   std::unique_ptr<Mesh> mesh_;
   std::unique_ptr<Communicator> tp_quiet_;  // the tp group again, for gathering results
   std::unique_ptr<MegatronTp> ops_;
-  std::unique_ptr<ParamStore> store_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<AdamW> optimizer_;
+  RankModel state_;  // store, model, optimizer
   std::vector<int> norm_params_;  // replicated parameters (RMSNorm weights)
 };
 

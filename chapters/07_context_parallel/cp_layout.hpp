@@ -30,8 +30,27 @@ int chunk_count(CpSharding s, int world);
 // The chunks rank r holds, in the order its tokens are stored: {r} or {r, 2W-1-r}.
 std::vector<int> rank_chunks(CpSharding s, int world, int rank);
 // The positions in the whole sequence of rank r's tokens, in its storage order: T / W of them.
-// seq must be a multiple of chunk_count(s, world) (the caller checks; here a usp::Error).
+// These are what RoPE rotates each token by and what the causal mask compares.
 std::vector<std::int32_t> rank_positions(CpSharding s, std::int64_t seq, int world, int rank);
+
+// The other direction: the token at `position` of the whole sequence is row `index` of rank
+// `rank`'s tokens (0 <= index < T / W): rank_positions(s, seq, world, rank)[index] == position.
+struct TokenPlace {
+  int rank = 0;
+  std::int64_t index = 0;
+  bool operator==(const TokenPlace&) const = default;
+};
+TokenPlace token_place(CpSharding s, std::int64_t seq, int world, std::int64_t position);
+
+// Errors of rank_chunks, rank_positions, token_place and ring_step_blocks (usp::Error, the
+// message exactly this), checked in this order, each for the arguments the function takes:
+//   "cp layout: world <W> must be at least 1"
+//   "cp layout: rank <r> is not one of the <W> ranks"
+//   "cp layout: step <i> is not one of the <W> ring steps"
+//   "cp layout: seq <T> must be at least 1"
+//   "cp layout: seq <T> is not divisible by the <n> chunks of the <name> layout over <W> ranks"
+//        (n = chunk_count(s, W), name = sharding_name(s))
+//   "cp layout: position <p> is outside the sequence of <T> tokens"
 
 struct Block {
   int q_chunk = 0;         // a chunk of the rank's queries (a layout chunk index)

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/train/training_summary.hpp"
+#include "common/train/variant_numbers.hpp"
 #include "common/train/variants_report.hpp"
 
 namespace usp::ch07 {
@@ -12,16 +13,15 @@ namespace usp::ch07 {
 namespace {
 
 constexpr double kMiB = 1048576.0, kKiB = 1024.0;
-constexpr MemCategory kCategories[] = {MemCategory::Parameter,  MemCategory::Gradient,   MemCategory::OptimizerState,
-                                       MemCategory::Activation, MemCategory::CommBuffer, MemCategory::Temporary};
-constexpr MemCategory kState[] = {MemCategory::Parameter, MemCategory::Gradient, MemCategory::OptimizerState};
 // The collectives of the attentions on the context-parallel group; the gradient's all-reduce on
 // the dp·cp group.
 constexpr CommOp kCpOps[] = {CommOp::send, CommOp::recv, CommOp::all_gather, CommOp::reduce_scatter,
                              CommOp::all_to_all};
+const std::vector<GroupOps> kGroups = {{"cp", {std::begin(kCpOps), std::end(kCpOps)}},
+                                       {"dp_cp", {CommOp::all_reduce}}};
 
-std::string cp_key(const char* what, CommOp op) { return std::string(what) + "_cp_" + comm_op_name(op); }
-std::string dp_cp_key(const char* what) { return std::string(what) + "_dp_cp_all_reduce"; }
+std::string cp_key(const char* what, CommOp op) { return traffic_key(what, "cp", op); }
+std::string dp_cp_key(const char* what) { return traffic_key(what, "dp_cp", CommOp::all_reduce); }
 
 // cp_variants.csv's columns: the variant's description, then what each rank contributes
 // (measured(), in this order), then the times and the throughput.
@@ -29,16 +29,11 @@ report::Table variant_numbers_table() {
   std::vector<report::Column> c = {{.key = "label"}, {.key = "attention"}, {.key = "sharding"}, {.key = "cp"},
                                    {.key = "dp"},    {.key = "micro_batches"}, {.key = "rank"}};
   for (const char* k : {"cp_rank", "dp_rank"}) c.push_back({.key = k});
-  for (MemCategory m : kCategories) c.push_back({.key = std::string("peak_") + mem_category_name(m)});
-  c.push_back({.key = "peak_total"});
-  for (MemCategory m : kState) c.push_back({.key = std::string("resident_") + mem_category_name(m)});
+  add_rank_memory_columns(c);
   for (const char* k : {"attention_forward_peak_temporary", "attention_kv_formula", "attention_kv_measured",
                         "attention_blocks"})
     c.push_back({.key = k});
-  for (const char* what : {"sent", "counted", "calls", "counted_calls"}) {
-    for (CommOp op : kCpOps) c.push_back({.key = cp_key(what, op)});
-    c.push_back({.key = dp_cp_key(what)});
-  }
+  add_traffic_columns(c, kGroups);
   c.push_back({.key = "comm_matches_count"});  // every op's bytes and calls, on both groups
   c.push_back({.key = "attention_seconds"});   // per step, the median
   c.push_back({.key = "hidden_fraction"});     // traced variants; -1 otherwise
@@ -53,32 +48,14 @@ constexpr std::size_t kTimeFields = 3;
 
 std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   std::vector<std::int64_t> v = {r.cp_rank, r.dp_rank};
-  for (MemCategory c : kCategories) v.push_back(r.peak[c]);
-  v.push_back(r.peak_total);
-  for (MemCategory c : kState) v.push_back(r.resident[c]);
+  add_rank_memory_values(v, r.memory);
   std::int64_t blocks = 0;
   for (const auto& s : r.blocks_per_step) blocks += static_cast<std::int64_t>(s.size());
   v.insert(v.end(), {r.attention_peak, r.kv_formula, r.kv_measured, blocks});
-  const auto per_step = [&](std::uint64_t x) { return static_cast<std::int64_t>(x) / steps; };
-  const auto as_i64 = [](std::uint64_t x) { return static_cast<std::int64_t>(x); };
-  const int ar = static_cast<int>(CommOp::all_reduce);
-  for (CommOp op : kCpOps) v.push_back(per_step(r.cp_comm.sent(op)));
-  v.push_back(per_step(r.dp_cp_comm.sent(CommOp::all_reduce)));
-  for (CommOp op : kCpOps) v.push_back(as_i64(r.counted.cp_bytes[static_cast<int>(op)]));
-  v.push_back(as_i64(r.counted.dp_cp_bytes[ar]));
-  for (CommOp op : kCpOps) v.push_back(per_step(r.cp_comm.count(op)));
-  v.push_back(per_step(r.dp_cp_comm.count(CommOp::all_reduce)));
-  for (CommOp op : kCpOps) v.push_back(as_i64(r.counted.cp_calls[static_cast<int>(op)]));
-  v.push_back(as_i64(r.counted.dp_cp_calls[ar]));
-  // Exact, over every kind of op and all steps (not per step, which would round).
-  bool match = true;
-  const std::uint64_t s = static_cast<std::uint64_t>(steps);
-  for (int op = 0; op < kNumCommOps; ++op)
-    match = match && r.cp_comm.bytes_sent[op] == s * r.counted.cp_bytes[op] &&
-            r.cp_comm.calls[op] == s * r.counted.cp_calls[op] &&
-            r.dp_cp_comm.bytes_sent[op] == s * r.counted.dp_cp_bytes[op] &&
-            r.dp_cp_comm.calls[op] == s * r.counted.dp_cp_calls[op];
-  v.push_back(match ? 1 : 0);
+  const std::vector<GroupTraffic> traffic = {{r.cp_comm, r.counted.cp_bytes, r.counted.cp_calls},
+                                             {r.dp_cp_comm, r.counted.dp_cp_bytes, r.counted.dp_cp_calls}};
+  add_traffic_values(v, kGroups, traffic, steps);
+  v.push_back(traffic_matches_count(traffic, steps) ? 1 : 0);
   v.push_back(std::llround(r.median_attention_seconds() * 1e9));
   v.push_back(std::llround(r.hidden * 1e9));
   v.push_back(std::llround(r.median_step_seconds() * 1e9));
@@ -111,20 +88,10 @@ std::vector<VariantLosses> losses_of(const VariantsReport& r) { return variant_l
 
 }  // namespace
 
-const report::Value& VariantsReport::at(std::size_t variant, int rank, const std::string& key) const {
-  return numbers.at(variant * static_cast<std::size_t>(world) + static_cast<std::size_t>(rank), key);
-}
-
-bool VariantsReport::comm_matches_count() const {
-  for (std::size_t row = 0; row < numbers.rows(); ++row)
-    if (as_int(numbers.at(row, "comm_matches_count")) != 1) return false;
-  return true;
-}
-
 VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult> results, std::int64_t steps,
                                double tokens_per_step, LossAgreement losses) {
-  VariantsReport r{std::move(results), variant_numbers_table(), blocks_table(), metrics.size(), steps,
-                   tokens_per_step, losses};
+  VariantsReport r{{std::move(results), variant_numbers_table(), metrics.size(), steps, tokens_per_step, losses},
+                   blocks_table()};
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     const VariantResult& v = r.results[i];
     const CpLayout& l = v.variant.layout;

@@ -11,23 +11,17 @@
 #include "common/json.hpp"
 #include "common/train/loss_agreement.hpp"
 #include "common/report/table.hpp"
+#include "common/train/variants_report.hpp"
 
 namespace usp::ch07 {
 
-// numbers: one row per variant and world rank (row i·W + r: variant i, rank r); bytes sent and
-// calls are per optimizer step, the times the median over the steps. blocks: one row per block
-// each cp rank of the first replica computed in the last forward.
-struct VariantsReport {
-  std::vector<VariantResult> results;
-  report::Table numbers;
+// numbers: the columns of cp_variants.csv (bytes sent and calls are per optimizer step, the
+// times the median over the steps). blocks: one row per block each cp rank of the first replica
+// computed in the last forward.
+struct VariantsReport : VariantsTable<VariantResult> {
   report::Table blocks;
-  int world = 1;
-  std::int64_t steps = 1;
-  double tokens_per_step = 0;  // the global batch's tokens
-  LossAgreement losses;        // every variant's losses against the first's (VariantRunner::agreement)
 
-  const report::Value& at(std::size_t variant, int rank, const std::string& key) const;
-  bool comm_matches_count() const;  // on every rank, every op's bytes and calls
+  bool comm_matches_count() const { return holds_on_every_rank("comm_matches_count"); }  // every op, every rank
 };
 
 // Collective over metrics (every rank calls it with its own results).

@@ -3,9 +3,13 @@
 
 #include <algorithm>
 
+#include "common/data/tokens_at.hpp"
 #include "common/rng.hpp"
 #include "common/report/median.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/trace.hpp"
+#include "common/train/held_out_traffic.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch07 {
 
@@ -57,7 +61,7 @@ std::int64_t attention_forward_peak(CpAttentionBase& attention, const Tensor& q,
 }
 
 VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant) {
+                          const Variant& variant, std::int64_t eval_batches) {
   MemoryTracker& tracker = MemoryTracker::instance();
   VariantResult r;
   r.variant = variant;
@@ -81,22 +85,41 @@ VariantResult run_variant(VariantRunner& runner, Communicator& world, const Trai
     r.attention_seconds.push_back(trainer.attention().work().compute_seconds);
     return loss;
   };
+  // The last step's blocks, read before an evaluation's forwards add theirs.
+  steps.after_step = [&](std::int64_t) { r.blocks_per_step = trainer.attention().work().blocks_per_step; };
   // The only compute spans are the attention's own (no unit spans are recorded): of the time its
   // collectives ran, the part during which the rank was computing attention.
   steps.traced_step = [&](const std::vector<Span>& spans) {
     r.hidden = hidden_fraction(spans, attention_comm_ops(variant.layout.attention));
   };
+  // The held-out loss. Groups of metrics (they count nothing the chapter reports): `replicas`, the
+  // ranks of one (cp, tp) coordinate over the dp replicas, split the batches; `chunks`, the cp
+  // ranks of one (dp, tp) coordinate, hold a batch's tokens. A tp group's ranks hold the same loss.
+  Communicator& metrics = runner.metrics();
+  const int tp_rank = trainer.tp().rank(), tp = variant.layout.tp;
+  std::unique_ptr<Communicator> replicas, chunks;
+  if (eval_batches > 0) {
+    replicas = metrics.split(r.cp_rank * tp + tp_rank, r.dp_rank);
+    chunks = metrics.split(r.dp_rank * tp + tp_rank, r.cp_rank);
+  }
+  HeldOutTraffic held_out(trainer.cp());
+  const auto my_tokens_loss = [&](const Batch& b) {
+    const Batch mine = tokens_at(b, trainer.positions());
+    return trainer.model().evaluate(mine.inputs, mine.targets);
+  };
+  if (eval_batches > 0)
+    steps.validation = [&](std::int64_t) {
+      const MemoryTracker::Unmeasured off_the_books;  // the peaks are the steps'
+      const double mine =
+          held_out.count([&] { return validation_loss(*replicas, my_tokens_loss, data, eval_batches, cfg.mbs, cfg.seq); });
+      double sum = 0;  // in cp-rank order: the same bits on every rank
+      for (double v : report::gather_rows(*chunks, mine)) sum += v;
+      return sum / static_cast<double>(chunks->size());
+    };
   steps.after_steps = [&] {
-    r.blocks_per_step = trainer.attention().work().blocks_per_step;
-    r.cp_comm = trainer.cp().stats();
+    r.cp_comm = held_out.training_stats();
     r.dp_cp_comm = trainer.dp_cp().stats();
-    // An op queued behind the collectives completes only once their buffers are let go: the
-    // tracker then shows exactly the state the trainer keeps.
-    trainer.cp().barrier();
-    trainer.dp_cp().barrier();
-    r.resident = tracker.current();
-    r.peak = tracker.peak();
-    r.peak_total = tracker.peak_total();
+    r.memory = settled_memory({&trainer.cp(), &trainer.dp_cp()});
     // One attention forward on a layer's shapes, after the counters above are read.
     const ModelConfig& m = cfg.model;
     const std::int64_t T = cfg.seq / variant.layout.cp, D = m.head_dim();
@@ -110,6 +133,8 @@ VariantResult run_variant(VariantRunner& runner, Communicator& world, const Trai
   const VariantRun run = runner.run(steps);
   r.losses = run.losses;
   r.step_seconds = run.step_seconds;
+  r.val_steps = run.val_steps;
+  r.val_losses = run.val_losses;
   r.parameters = trainer.params().flat().to_floats();
   return r;
 }

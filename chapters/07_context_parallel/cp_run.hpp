@@ -13,6 +13,7 @@
 #include "chapters/07_context_parallel/cp_trainer.hpp"
 #include "common/data/dataset.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/train/variant_numbers.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace usp::ch07 {
@@ -30,9 +31,7 @@ struct VariantResult {
   Variant variant;
   int cp_rank = 0, dp_rank = 0, dp_cp_rank = 0;
   std::vector<double> losses;          // the global mean loss per step (the runner's)
-  MemCounts resident;                  // this rank's tracked bytes after the last step
-  MemCounts peak;                      // this rank's peaks over the steps
-  std::int64_t peak_total = 0;         // the peak of the total (not the sum of the peaks)
+  RankMemory memory;                   // this rank's after the last step; the peaks over the steps
   std::int64_t attention_peak = 0;     // one attention forward's peak Temporary (attention_forward_peak)
   std::int64_t kv_formula = 0;         // attention_kv_bytes
   std::int64_t kv_measured = 0;        // one attention forward's peak CommBuffer: the K/V it received
@@ -43,6 +42,8 @@ struct VariantResult {
   std::vector<std::vector<Block>> blocks_per_step;  // the last forward's (AttentionWork)
   double hidden = -1;                  // traced variants: hidden_fraction of its attention's comm
   std::vector<float> parameters;       // the final parameters (every rank holds them all)
+  std::vector<std::int64_t> val_steps;  // --eval-every: the steps after which ...
+  std::vector<double> val_losses;       // ... the held-out loss was evaluated, and that loss
 
   double median_step_seconds() const;
   double median_attention_seconds() const;
@@ -51,8 +52,14 @@ struct VariantResult {
 // Trains cfg.steps steps of the variant on world's ranks through `runner` (the steps, their
 // times, the traced last step, the losses' mean over its metrics communicator: variant_runner.hpp),
 // so that the trainer's groups count exactly what the variant communicates.
+// With eval_batches > 0, the variant has the runner's validation hook (--eval-every): the held-out
+// loss in the layout itself, each cp rank evaluating its tokens of its replica's held-out batches
+// (dp_rank, dp_rank + dp, ...: validation_loss.hpp) through the context-parallel attention, the
+// batch's loss the mean over the cp ranks (they hold as many tokens), over groups of the metrics
+// communicator. The attention's traffic is taken out of cp_comm (held_out_traffic.hpp), its memory
+// out of the peaks, its work out of blocks_per_step.
 VariantResult run_variant(VariantRunner& runner, Communicator& world, const TrainingConfig& cfg, const Dataset& data,
-                          const Variant& variant);
+                          const Variant& variant, std::int64_t eval_batches = 0);
 
 // The bytes of `category` one attention forward holds at its peak above what was held when it
 // began, on q [B, T, H, D], k, v [B, T, G, D] (collective over the attention's group): Temporary

@@ -19,6 +19,7 @@
 #include "common/mesh.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
+#include "common/train/rank_model.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch07 {
@@ -40,8 +41,8 @@ class CpTrainer {
   Communicator& dp() { return mesh_->dp(); }
   Communicator& dp_cp() { return mesh_->dp_cp(); }
   Communicator& tp() { return mesh_->tp(); }
-  ParamStore& params() { return *store_; }
-  Model& model() { return *model_; }
+  ParamStore& params() { return *state_.store; }
+  Model& model() { return *state_.model; }
   CpAttentionBase& attention() { return *attention_; }
   const std::vector<std::int32_t>& positions() const { return positions_; }
 
@@ -50,9 +51,7 @@ class CpTrainer {
   std::unique_ptr<Mesh> mesh_;
   std::unique_ptr<ch06::MegatronTp> tp_;  // tp > 1 only
   std::unique_ptr<CpAttentionBase> attention_;
-  std::unique_ptr<ParamStore> store_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<AdamW> optimizer_;
+  RankModel state_;  // store, model, optimizer
   std::vector<std::int32_t> positions_;
 };
 

@@ -14,12 +14,17 @@
 //   4. The bytes each rank sends per step, by collective, against the count (cp_formulas.hpp).
 //   5. The step time, and a trace of each variant's last step: the ring's sends and receives run
 //      while it computes; the fraction of their time hidden that way.
+//   Each step prints the progress line (variant_runner.hpp); --eval-every N evaluates the held-out
+//   loss every N steps in each variant's layout (cp_run.hpp: every cp rank its tokens, through the
+//   variant's attention), outside its memory, traffic and attention work (summary.json's
+//   results.validation: the last variant's, as its losses).
 //   6. The calculator's Llama-3.1 8B at CP 1, 2, 4 and 8 up to 131072 tokens (plots/ch07_cp_memory.py).
 // Writes <out>/summary.json, cp_variants.csv, attention_blocks.csv, the traces
 // trace_<attention>_<sharding>.{json,csv} and cp_memory.csv.
 //
 //   mpirun -np 4 build/bin/ch07_context_parallel [--cp 4] [--attention ring,all-gather,all-to-all]
 //                                                [--sharding contiguous,zig-zag] [--grad-acc 1]
+//                                                [--eval-every 2] [--quiet]
 //   ./usp run 07
 #include <iostream>
 #include <optional>
@@ -34,6 +39,7 @@
 #include "common/runtime.hpp"
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
+#include "common/train/validation_loss.hpp"
 #include "common/train/training_summary.hpp"
 #include "common/train/variant_runner.hpp"
 
@@ -47,7 +53,7 @@ struct Setup {
   int cp = 1, dp = 1, tp = 1;
   std::vector<Variant> variants = {};
   std::int64_t grad_acc = 0;  // micro-batches per replica and step
-  ProgressFlags progress = {};  // --quiet
+  ProgressFlags progress = {};  // --quiet, --eval-every, --eval-batches
 };
 
 // A comma-separated list of names, each one of `known`, none twice.
@@ -111,7 +117,9 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     plan_variants(s, cli, rt.size());
     s.grad_acc = resolve_grad_acc(cli, s.in.config.mbs, s.dp);
     for (Variant& v : s.variants) v.micro_batches = s.grad_acc;
-    s.progress = runner_flags_from(cli);
+    s.progress = progress_flags_from(cli);
+    const TrainingConfig& cfg = s.in.config;
+    if (s.progress.eval_every > 0) check_validation_data(*s.in.data, s.progress.eval_batches, cfg.mbs, cfg.seq);
   });
   return s;
 }
@@ -146,7 +154,7 @@ void add_flags(Cli& cli) {
   cli.add_int("grad-acc", 1, "micro-batches per replica per optimizer step", 1, 1024);
   cli.add_int("global-batch", 0, "samples per step over all replicas; sets --grad-acc (0: mbs × grad-acc × dp)", 0,
               1 << 24);
-  add_runner_flags(cli);
+  add_progress_flags(cli);
 }
 
 // The global batch's tokens: dp × grad-acc micro-batches of mbs × seq.
@@ -170,7 +178,8 @@ std::optional<VariantsReport> run_variants(Runtime& rt, const Setup& setup, cons
     // The ring merges its blocks with exercise 07.1 and every variant lays the tokens out with
     // exercise 07.2: while they are stubs, nothing can train (skipped on every rank together).
     const std::string missing = rt.skip_if_not_implemented(
-        [&] { results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, v)); });
+        [&] { results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, v,
+                                                  setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0)); });
     if (!missing.empty()) {
       if (rt.is_root())
         std::cout << "\nthe variants: skipped until exercises 07.1 and 07.2 are written (" << missing << ")\n";
@@ -209,8 +218,9 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const Varian
   j.field("grad_acc", setup.grad_acc).field("global_batch", setup.dp * setup.grad_acc * cfg.mbs);
   j.field("num_parameters", cfg.model.num_parameters());
   write_variants_json(j, report);
-  j.end_object();
   const VariantResult& last = report.results.back();
+  write_validation_json(j, last.val_steps, last.val_losses);
+  j.end_object();
   CommStats traffic = last.cp_comm;
   traffic += last.dp_cp_comm;
   write_training_summary(rt.world(), cli.get_string("out") + "/summary.json",

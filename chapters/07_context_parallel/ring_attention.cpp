@@ -17,12 +17,13 @@ namespace {
 // Tags: four per step (k, v, dk, dv), so that the messages of one step never match another's.
 int tag(int step, int which) { return 4 * step + which; }
 
-// Where a chunk's tokens sit among its rank's: the chunk's index in rank_chunks times L.
+// Where a chunk's tokens sit among its rank's: the row of its first token (token_place, exercise
+// 07.2) in a sequence of chunk_count chunks of len tokens; `rank` must be the one holding it.
 std::int64_t chunk_row(CpSharding s, int world, int rank, int chunk, std::int64_t len) {
-  const std::vector<int> chunks = rank_chunks(s, world, rank);
-  for (std::size_t i = 0; i < chunks.size(); ++i)
-    if (chunks[i] == chunk) return static_cast<std::int64_t>(i) * len;
-  throw Error("ring attention: rank " + std::to_string(rank) + " does not hold chunk " + std::to_string(chunk));
+  const TokenPlace place = token_place(s, chunk_count(s, world) * len, world, chunk * len);
+  if (place.rank != rank)
+    throw Error("ring attention: rank " + std::to_string(rank) + " does not hold chunk " + std::to_string(chunk));
+  return place.index;
 }
 
 // The positions [L] i32 of a chunk's tokens in the whole sequence, on `device` (the attention

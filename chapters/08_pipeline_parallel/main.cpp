@@ -15,7 +15,11 @@
 //      and for its last step the measured bubble next to what the simulator predicts from the
 //      measured op times, each rank's op times, peak activations (micro-batches in flight),
 //      parameters held and bytes sent; the measured and predicted Gantt charts
-//      (plots/ch08_gantt_measured.py) and a trace per schedule.
+//      (plots/ch08_gantt_measured.py) and a trace per schedule. Each step prints the progress
+//      line (variant_runner.hpp); --eval-every N evaluates the held-out loss through the pipeline
+//      (a forward-only pass of the held-out batches from stage to stage, the replicas splitting
+//      them), outside its memory and pipeline bytes (summary.json's results.validation: the last
+//      schedule's, as its losses).
 // Simulator durations in integer time units: --tf (forward), --tb (input gradient), --tw (weight
 // gradient); a whole backward is tb + tw (default 1 + 1 = 2 t_F, the playbook's assumption).
 // They are the costs of one interleaved chunk; so that every schedule runs the same model, the
@@ -30,7 +34,8 @@
 //   build/bin/ch08_pipeline_parallel [--schedule all|afab|1f1b|interleaved|zb-h1|zb-h2|dualpipev] [--p 4] [--m 8]
 //                                    [--v 2] [--tf 1 --tb 1 --tw 1] [--latency 0]
 //                                    [--sweep [--sweep-p 8] [--sweep-m 64]]
-//   mpirun -np 2 build/bin/ch08_pipeline_parallel [--dp 1] [--m 8] [training flags]   (./usp run 08)
+//   mpirun -np 2 build/bin/ch08_pipeline_parallel [--dp 1] [--m 8] [--eval-every 2] [--quiet] [training flags]
+//                                                                                     (./usp run 08)
 #include <algorithm>
 #include <numeric>
 #include <iostream>
@@ -52,6 +57,7 @@
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace {
@@ -69,7 +75,7 @@ struct Setup {
   double latency = 0;
   bool sweep = false;
   int sweep_p = 8, sweep_m = 64;
-  ProgressFlags progress = {};  // --quiet
+  ProgressFlags progress = {};  // --quiet, --eval-every, --eval-batches
 };
 
 // One schedule's results, for the summary.
@@ -117,7 +123,13 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     s.sweep = cli.get_flag("sweep");
     s.sweep_p = static_cast<int>(cli.get_int("sweep-p"));
     s.sweep_m = static_cast<int>(cli.get_int("sweep-m"));
-    s.progress = runner_flags_from(cli);
+    s.progress = progress_flags_from(cli);
+    if (s.progress.eval_every > 0) {
+      if (s.pp == 1)
+        throw UsageError("--eval-every: one rank only simulates the schedules; the held-out loss is evaluated by the "
+                         "executor, which trains on several ranks (mpirun -np 2 or more)");
+      check_validation_data(*s.in.data, s.progress.eval_batches, s.in.config.mbs, s.in.config.seq);
+    }
     if (cli.given("v") && s.v > 1 && which != "all" && which != "interleaved")
       throw UsageError("--v " + std::to_string(s.v) + ": only the interleaved schedule splits a rank's layers into "
                        "chunks of your choice; " + which + " runs v = " +
@@ -254,7 +266,8 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
     const PpLayout layout{s.dp, s.pp, kind, s.m, chunks_for(s, kind)};
     const std::string missing = rt.skip_if_not_implemented([&] {
       reports.push_back(
-          report_run(comms.metrics(), train_schedule(runner, comms.tensors(), cfg, *s.in.data, layout)));
+          report_run(comms.metrics(), train_schedule(runner, comms.tensors(), cfg, *s.in.data, layout,
+                                                     s.progress.eval_every > 0 ? s.progress.eval_batches : 0)));
     });
     if (!rt.is_root()) continue;
     if (!missing.empty()) {
@@ -291,7 +304,7 @@ void add_flags(Cli& cli) {
   cli.add_flag("sweep", "also write bubble_sweep.csv: the bubble for m = 1 .. --sweep-m at p = --sweep-p");
   cli.add_int("sweep-p", 8, "the pipeline ranks of --sweep", 1, 64);
   cli.add_int("sweep-m", 64, "the largest m of --sweep", 1, 256);
-  add_runner_flags(cli);
+  add_progress_flags(cli);
 }
 
 // 1. Every schedule of --schedule validated and simulated, printed by rank 0 (which alone keeps
@@ -330,8 +343,10 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& s, const std::vecto
   JsonWriter j;
   j.begin_object().key("schedules").raw(schedules_json(outcomes)).key("runs").begin_array();
   for (const RunReport& r : runs) write_run_json(j, r);
-  j.end_array().end_object();
+  j.end_array();
   const ScheduleRun& last = runs.back().run;
+  write_validation_json(j, last.val_steps, last.val_losses);
+  j.end_object();
   CommStats traffic = last.pp_comm;
   traffic += last.dp_comm;
   const TrainingConfig& cfg = s.in.config;

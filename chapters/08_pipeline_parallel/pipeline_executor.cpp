@@ -156,4 +156,35 @@ ExecutedStep PipelineExecutor::run(const std::vector<Batch>& micro_batches, floa
   return step;
 }
 
+double PipelineExecutor::evaluate(const Batch& batch) {
+  const StageLayout& layout = s_.layout;
+  const int S = layout.num_stages();
+  const std::int64_t B = batch.inputs.dim(0), T = batch.inputs.dim(1);
+  double loss = 0;
+  Tensor x;  // the output of the stage before, when this rank ran it
+  std::vector<std::pair<WorkHandle, Tensor>> sent;
+  for (int stage = 0; stage < S; ++stage) {
+    if (layout.rank_of(stage) != rank_) continue;
+    Model& model = *chunks_[static_cast<std::size_t>(layout.chunk_of(stage))];
+    StageInput in{.batch = B, .seq = T};
+    if (stage == 0) {
+      in.tokens = batch.inputs;
+    } else if (layout.rank_of(stage - 1) == rank_) {
+      in.x = x;
+    } else {  // [n, C]: what travels between stages
+      in.x = Tensor::empty({B * T, model.config().hidden}, model.options().activation_dtype, MemCategory::Temporary,
+                           pp_.device());
+      pp_.recv(in.x, layout.rank_of(stage - 1), stage - 1);
+    }
+    if (stage == S - 1) in.targets = batch.targets;
+    Tensor out;
+    loss = model.evaluate_stage(in, out);
+    if (stage < S - 1 && layout.rank_of(stage + 1) != rank_)
+      sent.emplace_back(pp_.send_async(out, layout.rank_of(stage + 1), stage), out);
+    x = out;
+  }
+  for (auto& [work, tensor] : sent) work->wait();
+  return loss;
+}
+
 }  // namespace usp::ch08

@@ -57,6 +57,14 @@ class PipelineExecutor {
   // targets). Each micro-batch's backward starts from loss_scale · its mean loss.
   ExecutedStep run(const std::vector<Batch>& micro_batches, float loss_scale);
 
+  // Evaluation, collective over pp: `batch` forward-only through every virtual stage in order
+  // (Model::evaluate_stage: nothing kept, no hooks, Temporaries only), each stage's output sent
+  // to the rank of the next stage (tag: the sending stage) or handed to the local chunk; this
+  // rank's sends are waited for before it returns. Returns the batch's mean loss on the rank of
+  // the last stage, 0 on the others (the caller shares it, as the step's loss). Not recorded in
+  // an ExecutedStep, not traced; every rank is given the same batch.
+  double evaluate(const Batch& batch);
+
  private:
   using Key = std::pair<int, int>;  // (micro-batch, chunk)
   Communicator& pp_;

@@ -4,6 +4,7 @@
 #include "common/device.hpp"
 #include "common/error.hpp"
 #include "common/train/training_comms.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch08 {
 
@@ -61,6 +62,14 @@ PpStep PpTrainer::step(const std::vector<Batch>& micro_batches) {
   params_->step();
   synchronize_compute(cfg_device_);  // a GPU's queued work belongs to this step
   return out;
+}
+
+double PpTrainer::held_out_loss(Communicator& replicas, const Dataset& data, std::int64_t batches, std::int64_t mbs,
+                                std::int64_t seq) {
+  // Meaningful on the last stage's ranks (the others' losses are 0 there): shared from them.
+  const double last_stage = validation_loss(
+      replicas, [&](const Batch& batch) { return executor_->evaluate(batch); }, data, batches, mbs, seq);
+  return broadcast_double(*loss_comm_, last_rank_, last_stage);
 }
 
 }  // namespace usp::ch08

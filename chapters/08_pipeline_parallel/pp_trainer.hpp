@@ -54,6 +54,15 @@ class PpTrainer {
   // One optimizer step over this replica's m micro-batches (every rank of the replica passes the
   // same ones).
   PpStep step(const std::vector<Batch>& micro_batches);
+  // The held-out loss of the trained state (validation_loss.hpp) in the pipeline layout: replica
+  // d evaluates the held-out batches d, d + dp, ..., each flowing forward-only through its
+  // stages (PipelineExecutor::evaluate); the last stage's per-batch losses are gathered over
+  // `replicas` (this pipeline rank's peers in every replica, in dp order: a communicator whose
+  // counters the chapter does not report) and summed in batch order, and the mean reaches every
+  // rank of the replica as the step's loss does. Collective over world; what it sends over pp is
+  // the caller's to keep out of the training's bytes (held_out_traffic.hpp).
+  double held_out_loss(Communicator& replicas, const Dataset& data, std::int64_t batches, std::int64_t mbs,
+                       std::int64_t seq);
 
   const PpLayout& layout() const { return layout_; }
   const Schedule& schedule() const { return schedule_; }

@@ -32,8 +32,16 @@ void WeightGradQueue::run(Key key) {
   const auto found = queued_.find(key);
   USP_CHECK(found != queued_.end(), "WeightGradQueue::run: no input-gradient pass queued work for " + key_str(key));
   Tensor no_dx;
-  for (Product& p : found->second) ops::matmul_backward(p.dy, p.x, p.w, no_dx, p.dw);
+  for (Product& p : found->second) {
+    if (p.then) p.then();  // the gradients before it are final: the model's report
+    else ops::matmul_backward(p.dy, p.x, p.w, no_dx, p.dw);
+  }
   queued_.erase(found);
+}
+
+void WeightGradQueue::after_weight_grads(std::function<void()> then) {
+  if (open_) queued_[open_key_].push_back({.then = std::move(then)});
+  else then();
 }
 
 void WeightGradQueue::weight_grad(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dw) {

@@ -15,8 +15,12 @@
 // Held between B and W: x and dy of every linear layer of the stage — a micro-batch's
 // activations stay alive until its W, which is the memory the zero-bubble paper trades.
 // Outside begin / end (a whole BW), the products run at once: the plain model.
+// What the model reports ready (after_weight_grads: ModelHooks::grad_ready for a linear weight)
+// waits in the same queue behind the products before it, so run(key) reports each weight the
+// moment its gradient is computed: the hook's "this gradient is final" holds under the split.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -39,10 +43,14 @@ class WeightGradQueue final : public UnsplitLinears {
   void column_backward(const std::vector<Tensor>& dy, const Tensor& x, const std::vector<Tensor>& w,
                        std::vector<Tensor>& dw, Tensor& dx) override;
   void row_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw) override;
+  // Between begin and end: `then` is queued behind the products queued so far (run calls it);
+  // otherwise it runs at once.
+  void after_weight_grads(std::function<void()> then) override;
 
  private:
   struct Product {
     Tensor dy, x, w, dw;  // dw += dyᵀ · x (w: the weight, for its shape)
+    std::function<void()> then = {};  // set: not a product, a report to make at this point
   };
   bool open_ = false;
   Key open_key_{};

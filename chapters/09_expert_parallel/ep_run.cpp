@@ -7,7 +7,9 @@
 #include "chapters/09_expert_parallel/ep_checkpoint.hpp"
 #include "common/report/median.hpp"
 #include "common/report/row_gather.hpp"
+#include "common/train/held_out_traffic.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 
 namespace usp::ch09 {
 
@@ -43,7 +45,8 @@ int EpResult::first_divergence(const EpResult& other, double rel) const {
 }
 
 EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator& metrics, TrainingConfig cfg,
-                        const Dataset& data, const EpVariant& variant, const std::string& save_dir) {
+                        const Dataset& data, const EpVariant& variant, const std::string& save_dir,
+                        std::int64_t eval_batches) {
   if (!variant.aux) cfg.model.router_aux_loss_coef = 0;
   MemoryTracker& tracker = MemoryTracker::instance();
   tracker.reset_peak();
@@ -84,10 +87,19 @@ EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator
     r.kept.push_back(kept);
     r.dropped.push_back(drops);
   };
+  HeldOutTraffic held_out(trainer.ep());
+  if (eval_batches > 0)
+    steps.validation = [&](std::int64_t) {
+      const MemoryTracker::Unmeasured off_the_books;  // the peaks are the steps'
+      return held_out.count(
+          [&] { return validation_loss(metrics, trainer.model(), data, eval_batches, cfg.mbs, cfg.seq); });
+    };
   const VariantRun run = runner.run(steps);
   r.losses = run.losses;
   r.step_seconds = run.step_seconds;
-  const CommStats& ep = trainer.ep().stats();
+  r.val_steps = run.val_steps;
+  r.val_losses = run.val_losses;
+  const CommStats ep = held_out.training_stats();
   const std::uint64_t a2a = ep.sent(CommOp::all_to_allv) + ep.sent(CommOp::all_to_all);
   struct RankRow {
     std::int64_t a2a_bytes, params_held, peak_total;
@@ -101,6 +113,13 @@ EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator
   r.final_params = trainer.params().flat().to_floats();
   if (!save_dir.empty()) save_ep_checkpoint(metrics, trainer, save_dir);  // its outcome over the CPU ranks
   return r;
+}
+
+void check_ep_eval_batches(std::int64_t eval_batches, int dp) {
+  if (eval_batches % dp != 0)
+    throw UsageError("--eval-batches " + std::to_string(eval_batches) + " is not a multiple of the " +
+                     std::to_string(dp) + " ranks: the ranks of an expert-parallel group exchange tokens at every MoE "
+                     "layer, so each evaluates as many held-out batches");
 }
 
 }  // namespace usp::ch09

@@ -34,6 +34,8 @@ struct EpResult {
   std::vector<std::int64_t> peak_total;       // [world rank]: tracker peak of the total
   std::vector<double> step_seconds;           // this rank's (the runner's; rank 0's is reported)
   std::vector<float> final_params;            // this rank's store, for comparisons
+  std::vector<std::int64_t> val_steps;        // --eval-every: the steps after which ...
+  std::vector<double> val_losses;             // ... the held-out loss was evaluated, and that loss
 
   double median_step_seconds() const;
   // max over experts / mean over experts of a step's kept assignments (1 = perfectly balanced),
@@ -49,7 +51,16 @@ struct EpResult {
 // metrics communicator: variant_runner.hpp); metrics (the runner's) carries the routing and the
 // ranks' rows too. save_dir not empty: the trained model is saved there as one checkpoint
 // (ep_checkpoint.hpp).
+// With eval_batches > 0 (a multiple of dp: check_ep_eval_batches), the variant has the runner's
+// validation hook (--eval-every): the held-out loss in the layout itself, rank r evaluating batches
+// r, r + dp, ... (validation_loss.hpp, over metrics) through its model, whose tokens travel to the
+// experts' ranks and back at every MoE layer as in training. Those all-to-alls are taken out of
+// a2a_bytes (held_out_traffic.hpp), the evaluation's memory out of the peaks.
 EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator& metrics, TrainingConfig cfg,
-                        const Dataset& data, const EpVariant& variant, const std::string& save_dir = "");
+                        const Dataset& data, const EpVariant& variant, const std::string& save_dir = "",
+                        std::int64_t eval_batches = 0);
+// UsageError unless the dp ranks divide eval_batches: the ranks of an expert-parallel group meet in
+// an all-to-all at every MoE layer of every forward, so each must evaluate as many batches.
+void check_ep_eval_batches(std::int64_t eval_batches, int dp);
 
 }  // namespace usp::ch09

@@ -31,18 +31,13 @@ EpTrainer::EpTrainer(Communicator& world, const TrainingConfig& cfg, EpLayout la
   check_world_device("EpTrainer", world, cfg.device);
   mesh_ = std::make_unique<Mesh>(world, MeshLayout(world.size(), MeshSizes{.dp = layout_.dp, .ep = layout_.ep}));
   experts_ = std::make_unique<AllToAllExperts>(mesh_->ep(), cfg.model.experts);
-  StoreLayout store_layout;
-  store_layout.ep = EpShard{layout_.ep, mesh_->ep().rank()};
-  store_ = std::make_unique<ParamStore>(cfg.model, cfg.dtype, cfg.device, store_layout);
-  // Initialisation keys each element by its parameter's name: this rank's experts start as the
-  // single-device model's experts of the same (global) index.
-  store_->init(cfg.seed);
   ModelOptions options = cfg.model_options();
   options.expert_parallel = experts_.get();
-  model_ = std::make_unique<Model>(*store_, options);
-  optimizer_ = std::make_unique<AdamW>(*store_, cfg.adamw);
+  // Initialisation keys each element by its parameter's name: this rank's experts start as the
+  // single-device model's experts of the same (global) index.
+  state_ = build_rank_model(cfg, StoreLayout{.ep = EpShard{layout_.ep, mesh_->ep().rank()}}, options);
   // The flat buffer as runs of dense and of expert parameters (each synchronised over its group).
-  for (const ParamInfo& p : store_->infos()) {
+  for (const ParamInfo& p : state_.store->infos()) {
     auto& runs = p.expert >= 0 ? expert_runs_ : dense_runs_;
     if (!runs.empty() && runs.back().second == p.offset) runs.back().second = p.offset + p.numel;
     else runs.emplace_back(p.offset, p.offset + p.numel);
@@ -53,14 +48,14 @@ EpTrainer::~EpTrainer() = default;
 
 double EpTrainer::step(const std::vector<Batch>& micro_batches) {
   const float scale = 1.0f / static_cast<float>(micro_batches.size());
-  store_->zero_grad();
+  state_.store->zero_grad();
   double loss = 0.0;
   aux_loss_ = 0;
   routing_.clear();
   for (const Batch& b : micro_batches) {
-    loss += model_->forward(b.inputs, b.targets);
-    aux_loss_ += model_->aux_loss() / static_cast<double>(micro_batches.size());
-    const std::vector<MoeRouting>& r = model_->routing();
+    loss += state_.model->forward(b.inputs, b.targets);
+    aux_loss_ += state_.model->aux_loss() / static_cast<double>(micro_batches.size());
+    const std::vector<MoeRouting>& r = state_.model->routing();
     if (routing_.empty()) routing_.assign(r.size(), MoeRouting{});
     for (std::size_t l = 0; l < r.size(); ++l) {
       MoeRouting& sum = routing_[l];
@@ -72,10 +67,10 @@ double EpTrainer::step(const std::vector<Batch>& micro_batches) {
       }
       sum.dropped += r[l].dropped;
     }
-    model_->backward(scale);
+    state_.model->backward(scale);
   }
   // Dense: the mean over the dp ranks. Experts: the sum over the ranks holding them, over dp.
-  Tensor& g = store_->flat_grad();
+  Tensor& g = state_.store->flat_grad();
   for (auto [begin, end] : dense_runs_) {
     Tensor run = g.slice(begin, end);
     if (layout_.dp > 1) mesh_->dp().all_reduce(run, ReduceOp::avg);
@@ -85,8 +80,8 @@ double EpTrainer::step(const std::vector<Batch>& micro_batches) {
     if (mesh_->ep_dp().size() > 1) mesh_->ep_dp().all_reduce(run, ReduceOp::sum);
     ops::scale_inplace(run, 1.0f / static_cast<float>(layout_.dp));
   }
-  optimizer_->step(*store_);
-  synchronize(store_->device());  // a GPU's queued work belongs to this step (and its time)
+  state_.optimizer->step(*state_.store);
+  synchronize(state_.store->device());  // a GPU's queued work belongs to this step (and its time)
   return loss / static_cast<double>(micro_batches.size());
 }
 

@@ -21,6 +21,7 @@
 #include "common/mesh.hpp"
 #include "common/model/model.hpp"
 #include "common/optim/adamw.hpp"
+#include "common/train/rank_model.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch09 {
@@ -51,8 +52,8 @@ class EpTrainer {
   Communicator& dp() { return mesh_->dp(); }
   Communicator& ep() { return mesh_->ep(); }
   Communicator& ep_dp() { return mesh_->ep_dp(); }
-  ParamStore& params() { return *store_; }
-  Model& model() { return *model_; }
+  ParamStore& params() { return *state_.store; }
+  Model& model() { return *state_.model; }
   // The last step's routing, summed over its micro-batches: per layer, per expert.
   const std::vector<MoeRouting>& routing() const { return routing_; }
   double aux_loss() const { return aux_loss_; }  // the last step's, mean over its micro-batches
@@ -61,9 +62,7 @@ class EpTrainer {
   EpLayout layout_;
   std::unique_ptr<Mesh> mesh_;
   std::unique_ptr<AllToAllExperts> experts_;
-  std::unique_ptr<ParamStore> store_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<AdamW> optimizer_;
+  RankModel state_;  // store, model, optimizer
   std::vector<std::pair<std::int64_t, std::int64_t>> dense_runs_, expert_runs_;  // [begin, end) of the flat buffer
   std::vector<MoeRouting> routing_;
   double aux_loss_ = 0;

@@ -9,12 +9,17 @@
 //      load-balancing loss and without it (--aux both: at ep = W), over --steps steps.
 //   3. Per rank: all-to-all bytes per step, parameters held (the experts' share shrinks with ep),
 //      peak memory; the step time.
+//   Each step prints the progress line (variant_runner.hpp); --eval-every N evaluates the held-out
+//   loss every N steps in each variant's layout (ep_run.hpp: the tokens travel to the experts'
+//   ranks as in training; --eval-batches a multiple of W), outside its memory and all-to-all bytes
+//   (summary.json's results.validation: the first variant's, as its losses).
 // Writes <out>/summary.json, tokens_per_expert.csv (plots/ch09_tokens_per_expert.py) and
 // ep_ranks.csv (plots/ch09_a2a_bytes.py).
 //
 //   mpirun -np 4 build/bin/ch09_expert_parallel [--ep 1,4] [--experts 8 --top-k 2]
 //                                                [--capacity-factor 1.25 | --dropless] [--aux both]
 //                                                [--save DIR]   (then: usp_eval --checkpoint DIR --text FILE)
+//                                                [--eval-every 5] [--quiet]
 //   ./usp run 09
 #include <iostream>
 #include <sstream>
@@ -28,6 +33,7 @@
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace {
@@ -38,7 +44,7 @@ using namespace usp::ch09;
 struct Setup {
   TrainingInputs in;
   std::vector<EpVariant> variants = {};
-  ProgressFlags progress = {};  // --quiet
+  ProgressFlags progress = {};  // --quiet, --eval-every, --eval-batches
 };
 
 // "1,4" -> {1, 4}; each an integer >= 1, none twice.
@@ -81,7 +87,11 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     if (aux == "both") s.variants.push_back({{W, eps.back()}, false, k});
     if (aux == "off")
       for (int ep : eps) s.variants.push_back({{W, ep}, false, k});
-    s.progress = runner_flags_from(cli);
+    s.progress = progress_flags_from(cli);
+    if (s.progress.eval_every > 0) {
+      check_ep_eval_batches(s.progress.eval_batches, W);
+      check_validation_data(*s.in.data, s.progress.eval_batches, s.in.config.mbs, s.in.config.seq);
+    }
   });
   return s;
 }
@@ -100,7 +110,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
                  "the load-balancing loss: on, off, or both (the largest ep also runs without it)");
   cli.add_int("grad-acc", 1, "micro-batches per rank per optimizer step", 1, 1024);
   cli.add_string("save", "", "save the first variant's trained model here: one Mixtral checkpoint (usp_eval loads it)");
-  add_runner_flags(cli);
+  add_progress_flags(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   const Setup setup = read_setup(rt, cli);
   const TrainingConfig& cfg = setup.in.config;
@@ -130,7 +140,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     const std::string missing = rt.skip_if_not_implemented(
         [&] {
           const std::string save = &v == &setup.variants.front() ? cli.get_string("save") : std::string();
-          results.push_back(run_ep_variant(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, v, save));
+          results.push_back(run_ep_variant(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, v, save,
+                                           setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
           if (!save.empty() && rt.is_root()) std::cout << "saved the model trained by " << v.label() << " to " << save << "\n";
         });
     if (!missing.empty()) {
@@ -151,8 +162,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   j.field("capacity_factor", cfg.model.capacity_factor).field("num_parameters", cfg.model.num_parameters());
   j.field("active_parameters", cfg.model.active_parameters());
   write_variants_json(j, results, cfg.model);
-  j.end_object();
   const EpResult& first = results.front();
+  write_validation_json(j, first.val_steps, first.val_losses);
+  j.end_object();
   write_training_summary(rt.world(), out + "/summary.json",
                          {.chapter = "09_expert_parallel", .losses = first.losses,
                           .tokens_per_second = tokens_per_step / first.median_step_seconds(), .dp = W,

@@ -21,7 +21,7 @@ struct Cluster {
   int gpus_per_node = 8;
   double peak_flops = 989.5e12;  // dense bf16, per GPU
   double memory_bytes = 80e9;
-  // HBM bandwidth per GPU in bytes/s (the GEMM-memory term, step_terms.hpp (3)); 0: not known, the
+  // HBM bandwidth per GPU in bytes/s (the GEMM-memory term, step_terms.hpp); 0: not known, the
   // term left out (a cluster file without "hbm_tbps").
   double hbm_bytes_per_second = 3.35e12;
   bool tp_within_node = true;    // a tensor-parallel group may not span nodes

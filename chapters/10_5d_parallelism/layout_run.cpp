@@ -7,6 +7,7 @@
 #include "common/calc/memory_model.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/report/row_gather.hpp"
+#include "common/train/held_out_traffic.hpp"
 #include "common/train/loss_agreement.hpp"
 
 namespace usp::ch10 {
@@ -54,7 +55,7 @@ double LayoutRun::max_relative_loss_gap() const {
 }
 
 LayoutRun run_layout(VariantRunner& runner, Communicator& world, Communicator& metrics, const TrainingConfig& cfg,
-                     const Dataset& data, const Layout5d& layout) {
+                     const Dataset& data, const Layout5d& layout, std::int64_t eval_batches) {
   LayoutRun run;
   run.layout = layout;
   run.moe = cfg.model.is_moe();
@@ -76,15 +77,40 @@ LayoutRun run_layout(VariantRunner& runner, Communicator& world, Communicator& m
       for (int c = 0; c < kNumMemCategories; ++c) peak.bytes[c] = std::max(peak.bytes[c], now.bytes[c]);
       return s.loss;
     };
+    // The held-out loss: the replicas of this (tp, cp, pp) coordinate split the batches, the cp
+    // ranks' token losses are averaged (groups of metrics, which the chapter does not report);
+    // what the evaluations send inside the layers and between the stages is set aside.
+    const int tp = layout.tp, cp = layout.cp;
+    const std::unique_ptr<Communicator> replicas =
+        eval_batches > 0 ? metrics.split(me.tp + tp * (me.cp + cp * me.pp), me.dp) : nullptr;
+    const std::unique_ptr<Communicator> cp_peers =
+        eval_batches > 0 ? metrics.split(me.tp + tp * (me.dp + layout.dp * me.pp), me.cp) : nullptr;
+    HeldOutTraffic held_tp(mesh.tp()), held_cp(mesh.cp()), held_pp(mesh.pp()), held_ep(mesh.ep());
+    if (eval_batches > 0)
+      steps.validation = [&](std::int64_t) {
+        const MemoryTracker::Unmeasured off_the_books;  // the peaks are the steps'
+        const double mine = held_tp.count([&] {
+          return held_cp.count([&] {
+            return held_pp.count([&] {
+              return held_ep.count([&] { return trainer.held_out_loss(*replicas, data, eval_batches, cfg.mbs, cfg.seq); });
+            });
+          });
+        });
+        double sum = 0;  // in cp-rank order: the same bits on every rank
+        for (double v : report::gather_rows(*cp_peers, mine)) sum += v;
+        return sum / static_cast<double>(cp);
+      };
     const VariantRun done = runner.run(steps);
     run.losses = done.losses;
     run.median_step_seconds = done.median_step_seconds();
+    run.val_steps = done.val_steps;
+    run.val_losses = done.val_losses;
     const auto steps_done = static_cast<std::uint64_t>(cfg.steps);
-    me.sent_tp = static_cast<std::int64_t>(mesh.tp().stats().total_sent() / steps_done);
-    me.sent_cp = static_cast<std::int64_t>(mesh.cp().stats().total_sent() / steps_done);
+    me.sent_tp = static_cast<std::int64_t>(held_tp.training_stats().total_sent() / steps_done);
+    me.sent_cp = static_cast<std::int64_t>(held_cp.training_stats().total_sent() / steps_done);
     me.sent_dp_cp = static_cast<std::int64_t>(mesh.dp_cp().stats().total_sent() / steps_done);
-    me.sent_pp = static_cast<std::int64_t>(mesh.pp().stats().total_sent() / steps_done);
-    me.sent_ep = static_cast<std::int64_t>(mesh.ep().stats().total_sent() / steps_done);
+    me.sent_pp = static_cast<std::int64_t>(held_pp.training_stats().total_sent() / steps_done);
+    me.sent_ep = static_cast<std::int64_t>(held_ep.training_stats().total_sent() / steps_done);
     auto added = [&](MemCategory k) { return peak[k] - before[k]; };
     me.params = added(MemCategory::Parameter);
     me.grads = added(MemCategory::Gradient);

@@ -32,6 +32,8 @@ struct LayoutRun {
   std::vector<double> losses;  // per step, the global mean (the runner's)
   std::vector<double> reference;  // per step, the same training on one device (rank 0's run)
   double median_step_seconds = 0;
+  std::vector<std::int64_t> val_steps;  // --eval-every: the steps after which ...
+  std::vector<double> val_losses;       // ... the held-out loss was evaluated, and that loss
   std::vector<RankFacts> ranks;  // [world rank], gathered on every rank
   // Every rank's params, grads and optimizer equal to the prediction (ZeRO-1's optimizer: the
   // largest of each replica group's shards).
@@ -42,7 +44,11 @@ struct LayoutRun {
 // Collective over world, through `runner` (the steps, their times, the losses' mean over its
 // metrics communicator, which carries the ranks' rows too: variant_runner.hpp). The reference run
 // happens on rank 0 alone, on a communicator of its own.
+// With eval_batches > 0, the layout has the runner's validation hook (--eval-every): the held-out
+// loss of eval_batches batches of cfg.mbs in the layout (Trainer5d::held_out_loss; the mean over
+// the cp ranks of their tokens' losses, in cp order, over a group of metrics), outside the peaks
+// and with what it sends taken out of the bytes per group (held_out_traffic.hpp).
 LayoutRun run_layout(VariantRunner& runner, Communicator& world, Communicator& metrics, const TrainingConfig& cfg,
-                     const Dataset& data, const Layout5d& layout);
+                     const Dataset& data, const Layout5d& layout, std::int64_t eval_batches = 0);
 
 }  // namespace usp::ch10

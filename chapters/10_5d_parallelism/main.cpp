@@ -7,7 +7,10 @@
 //      prediction for its pipeline stage, its peak activations, and the bytes it sent over each
 //      dimension's group. By default the layouts that fit W (8: dp2·tp2·pp2, dp2·cp2·tp2,
 //      cp2·tp2·pp2 with ZeRO-1, dp4·ep4·pp2 on a mixture of experts, dp4·pp2 zero-bubble);
-//      --dp/--tp/--pp/--cp/--ep choose one.
+//      --dp/--tp/--pp/--cp/--ep choose one. Each step prints the progress line (variant_runner.hpp);
+//      --eval-every N evaluates the held-out loss in each layout (forward-only through its stages,
+//      the replicas splitting the batches: a multiple of dp with ep > 1), outside its memory and
+//      bytes (summary.json's results.validation: the first layout's, as its losses).
 //   2. The planner's calibration: the playbook's DP-scaling series of the 1.34B model, measured
 //      MFU next to what the step model predicts with its three fitted constants.
 //   3. The campaign: for the playbook's four models (1.34B, 3.57B, 8.86B, 80B) on 1-64 nodes of 8
@@ -18,6 +21,7 @@
 //
 //   mpirun -np 8 build/bin/ch10_5d_parallelism [--dp 2 --tp 2 --pp 2 [--cp 1] [--ep 1] [--zero 0|1]
 //                                               [--schedule 1f1b] [--m 4] [--experts E]] [--cluster FILE]
+//                                               [--eval-every 2] [--quiet]
 //   ./usp run 10                                      (then: usp_plan --model M --nodes N)
 #include <chrono>
 #include <cstdio>
@@ -35,6 +39,7 @@
 #include "common/train/training_comms.hpp"
 #include "common/train/training_inputs.hpp"
 #include "common/train/training_summary.hpp"
+#include "common/train/validation_loss.hpp"
 #include "common/train/variant_runner.hpp"
 
 namespace {
@@ -102,7 +107,7 @@ void add_flags(Cli& cli) {
   cli.add_choice("attention", "ring", {"ring", "all-gather", "all-to-all"}, "the context-parallel attention");
   cli.add_choice("sharding", "zig-zag", {"zig-zag", "contiguous"}, "how CP cuts each sequence");
   cli.add_string("cluster", "", "a JSON cluster file instead of the playbook's H100 cluster");
-  add_runner_flags(cli);
+  add_progress_flags(cli);
 }
 
 // What the flags chose, checked on every rank together (one message on failure).
@@ -110,20 +115,29 @@ struct Setup {
   TrainingInputs in;
   std::vector<Planned> layouts = {};
   plan::Cluster cluster = plan::Cluster::playbook();
-  ProgressFlags progress = {};
+  ProgressFlags progress = {};  // --quiet, --eval-every, --eval-batches
 };
 
 Setup read_setup(Runtime& rt, const Cli& cli) {
   Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   const int W = rt.size();
   rt.agree([&] {
-    s.progress = runner_flags_from(cli);
+    s.progress = progress_flags_from(cli);
     require_layout_flags_used(cli, W);
     if (layout_chosen(cli)) s.layouts.push_back({layout_from_flags(cli, W), s.in.config.model.is_moe()});
     else s.layouts = default_layouts(W);
     for (const Planned& p : s.layouts)
       check_layout_5d(p.layout, W, (p.moe ? moe_config(s.in.config) : s.in.config).model, s.in.config.seq);
     if (cli.given("cluster")) s.cluster = plan::Cluster::from_file(cli.get_string("cluster"));
+    if (s.progress.eval_every > 0) {
+      for (const Planned& p : s.layouts)
+        if (p.layout.ep > 1 && s.progress.eval_batches % p.layout.dp != 0)
+          throw UsageError("--eval-batches " + std::to_string(s.progress.eval_batches) + " is not a multiple of the " +
+                           std::to_string(p.layout.dp) + " replicas of layout " + p.layout.label() +
+                           ": its expert-parallel ranks exchange tokens at every MoE layer, so each replica "
+                           "evaluates as many held-out batches");
+      check_validation_data(*s.in.data, s.progress.eval_batches, s.in.config.mbs, s.in.config.seq);
+    }
   });
   return s;
 }
@@ -147,7 +161,8 @@ std::vector<LayoutRun> train_layouts(Runtime& rt, const Setup& s, const std::str
     const TrainingConfig cfg = p.moe ? moe_config(in.config) : in.config;
     VariantRunner runner(comms.metrics(),
                          {cfg, p.layout.dp * p.layout.m * cfg.tokens_per_micro_batch(), s.progress, out});
-    runs.push_back(run_layout(runner, comms.tensors(), comms.metrics(), cfg, *in.data, p.layout));
+    runs.push_back(run_layout(runner, comms.tensors(), comms.metrics(), cfg, *in.data, p.layout,
+                              s.progress.eval_every > 0 ? s.progress.eval_batches : 0));
     if (rt.is_root()) print_layout_run(std::cout, runs.back());
   }
   if (rt.is_root()) layout_ranks_table(runs).write_csv(out + "/layout_ranks.csv");
@@ -198,7 +213,9 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& s, const std::vecto
     j.field("loo_error_median_before", before.median).field("loo_error_largest_before", before.largest);
     j.field("loo_error_median_after", after.median).field("loo_error_largest_after", after.largest);
   }
-  j.field("search_seconds", planner.seconds).field("cells", planner.cells.size()).end_object();
+  j.field("search_seconds", planner.seconds).field("cells", planner.cells.size());
+  write_validation_json(j, runs.front().val_steps, runs.front().val_losses);
+  j.end_object();
   const Layout5d& l = runs.front().layout;
   const double tokens_per_step = static_cast<double>(l.dp * l.m * s.in.config.tokens_per_micro_batch());
   write_training_summary(rt.world(), cli.get_string("out") + "/summary.json",

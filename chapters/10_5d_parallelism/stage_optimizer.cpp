@@ -5,29 +5,19 @@
 #include "chapters/05_zero/shard_layout.hpp"
 #include "chapters/05_zero/zero1_step.hpp"
 #include "common/error.hpp"
-#include "common/ops/ops.hpp"
 
 namespace usp::ch10 {
 
 StageOptimizer::StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg, int zero, Communicator& replicas,
-                               Communicator* expert_replicas)
+                               Communicator* expert_replicas, int passes)
     : params_(params), zero_(zero), replicas_(replicas), expert_replicas_(expert_replicas) {
+  if (zero_ == 0) {
+    if (replicas_.size() > 1)
+      sync_ = std::make_unique<StageGradSync>(params_, replicas_, expert_replicas_, passes);
+    return;
+  }
+  USP_CHECK(zero_ == 1 && expert_replicas_ == nullptr, "StageOptimizer: ZeRO-1 without expert parallelism only");
   ParamStore& store = params_.store();
-  // Without expert parallelism every replica holds every expert: they average like the rest.
-  if (expert_replicas_ != nullptr)
-    for (int u : params_.units()) {
-      const std::int64_t begin = store.unit_range(u).first;
-      std::vector<std::pair<std::int64_t, std::int64_t>> runs;
-      for (const ParamInfo& p : store.infos()) {
-        if (p.unit != u || p.expert < 0) continue;
-        const std::int64_t b = p.offset - begin, e = b + p.numel;
-        if (!runs.empty() && runs.back().second == b) runs.back().second = e;
-        else runs.emplace_back(b, e);
-      }
-      if (!runs.empty()) expert_runs_.emplace_back(u, std::move(runs));
-    }
-  if (zero_ == 0) return;
-  USP_CHECK(zero_ == 1 && expert_runs_.empty(), "StageOptimizer: ZeRO-1 of a dense model only");
   // The packed vector: the held units one after the other; its parameters' infos, moved there
   // (which elements get weight decay).
   std::vector<ParamInfo> packed_infos;
@@ -55,38 +45,8 @@ std::int64_t StageOptimizer::state_elements() const {
 
 void StageOptimizer::step() {
   if (zero_ == 1) return zero1_step();
-  average_gradients();
+  if (sync_) sync_->finish();  // the buckets launched during backward; then the experts held apart
   params_.step();
-}
-
-void StageOptimizer::average_gradients() {
-  ParamStore& store = params_.store();
-  // Dense parameters: the mean over the replicas. With experts, each unit's dense runs are the
-  // gaps between its expert runs.
-  for (int u : params_.units()) {
-    Tensor& g = store.unit_grads(u);
-    const auto [begin, end] = store.unit_range(u);
-    const auto found = std::find_if(expert_runs_.begin(), expert_runs_.end(), [&](const auto& e) { return e.first == u; });
-    if (found == expert_runs_.end()) {
-      if (replicas_.size() > 1) replicas_.all_reduce(g, ReduceOp::avg);
-      continue;
-    }
-    std::int64_t at = 0;
-    for (auto [b, e] : found->second) {
-      if (b > at && replicas_.size() > 1) {
-        Tensor dense = g.slice(at, b);
-        replicas_.all_reduce(dense, ReduceOp::avg);
-      }
-      Tensor experts = g.slice(b, e);
-      if (expert_replicas_->size() > 1) expert_replicas_->all_reduce(experts, ReduceOp::sum);
-      ops::scale_inplace(experts, 1.0f / static_cast<float>(replicas_.size()));
-      at = e;
-    }
-    if (at < end - begin && replicas_.size() > 1) {
-      Tensor dense = g.slice(at, end - begin);
-      replicas_.all_reduce(dense, ReduceOp::avg);
-    }
-  }
 }
 
 Tensor StageOptimizer::pack(bool grads, std::int64_t begin, std::int64_t end) {

@@ -9,7 +9,10 @@
 // gradients of the losses of its whole ep group, so the sum over that group divided by dp·cp is
 // the mean (chapter 09).
 //
-// ZeRO 0: every rank all-reduces (averages) its gradients and updates all it holds.
+// ZeRO 0: StageGradSync makes every held gradient the global batch's — the dense ones averaged by
+//   chapter 04's buckets, launched during the pipeline's backward (exercises 04.1 and 04.2), the
+//   experts held apart reduced over their group after the step's last op — and every rank updates
+//   all it holds.
 // ZeRO 1: chapter 05's step (exercise 05.1, zero1_step.hpp) over the dp·cp group. Its flat
 //   parameter vector is the rank's held units packed in unit order (Ψ_s elements, padded to
 //   dp·cp·S, S = ceil(Ψ_s / dp·cp): the calculator's shard); the rank keeps the Adam states of its
@@ -18,10 +21,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include "chapters/08_pipeline_parallel/stage_params.hpp"
+#include "chapters/10_5d_parallelism/stage_grad_sync.hpp"
 #include "common/comm/communicator.hpp"
 #include "common/optim/adamw.hpp"
 
@@ -31,11 +34,16 @@ class StageOptimizer {
  public:
   // params: built with an optimizer for zero 0, without one for zero 1. replicas: the dp·cp group.
   // expert_replicas: the expert data-parallel group (ep > 1 only; null: the experts are
-  // everywhere and average like the rest). Not owned.
+  // everywhere and average like the rest). Not owned. passes: backward passes of each chunk per
+  // step (m; zero 0 with replicas: the report that makes a gradient final is StageGradSync's m-th).
   StageOptimizer(ch08::StageParams& params, const AdamWConfig& cfg, int zero, Communicator& replicas,
-                 Communicator* expert_replicas);
+                 Communicator* expert_replicas, int passes);
   ~StageOptimizer();
 
+  // The gradient sync the chunk models report to (attach, then begin_step before each step's
+  // backward); null when there is none (ZeRO-1 reduces in its step; a single replica).
+  StageGradSync* gradient_sync() { return sync_.get(); }
+  const StageGradSync* gradient_sync() const { return sync_.get(); }
   void step();  // after the step's backward: synchronise the gradients, update the parameters
   std::int64_t state_elements() const;  // parameters whose Adam states this rank keeps
 
@@ -44,15 +52,13 @@ class StageOptimizer {
   int zero_;
   Communicator& replicas_;
   Communicator* expert_replicas_;
-  // [unit] -> runs [begin, end) of expert parameters inside the unit's buffer.
-  std::vector<std::pair<int, std::vector<std::pair<std::int64_t, std::int64_t>>>> expert_runs_;
+  std::unique_ptr<StageGradSync> sync_;  // zero 0 with more than one replica
   // ZeRO-1: where each held unit starts in the packed vector [units], its real and padded lengths,
   // and the AdamW of this rank's shard (in packed coordinates).
   std::vector<std::int64_t> packed_offset_;
   std::int64_t packed_ = 0, padded_ = 0;
   std::unique_ptr<AdamW> shard_adam_;
 
-  void average_gradients();
   // Elements [begin, end) of the packed parameters (or gradients), zeros past the held units.
   Tensor pack(bool grads, std::int64_t begin, std::int64_t end);
   void zero1_step();

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <tuple>
-#include <vector>
 
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
 #include "chapters/10_5d_parallelism/planner_terms.hpp"
@@ -44,32 +43,11 @@ StepTime step_time(const PlanLayout& l, const Cluster& cl, const StepFit& fit) {
   if (s.recompute == Recompute::full) per_token += 2 * n + 4 * lhs;
   if (s.recompute == Recompute::selective) per_token += 2 * lhs;
   t.compute = per_token * tokens(l) / gpus / (cl.peak_flops * fit.compute_efficiency) + gemm_memory_seconds(l, cl);
-  // DP: the gradients of what a rank holds over the dp·cp ranks holding it. ZeRO-0/1: one
-  // all-reduce per step (ZeRO-1's reduce-scatter + all-gather move the same), partly hidden by
-  // the last micro-batch's backward. ZeRO-2 keeps only its gradient shard, so it reduce-scatters
-  // after every micro-batch and all-gathers the parameters once; ZeRO-3 also all-gathers the
-  // parameters in every micro-batch's forward and backward. Those per-micro-batch collectives
-  // hide behind every backward in the same proportion. Every ring step also waits α
-  // (dp_latency_seconds: per bucket, or per layer under ZeRO-3).
-  const std::int64_t replicas = s.dp * s.cp;
-  if (replicas > 1) {
-    const double n_r = static_cast<double>(replicas);
-    const double share = static_cast<double>(c.num_parameters()) / static_cast<double>(s.tp * s.pp) * kBytes *
-                         (n_r - 1) / n_r;  // (n-1)/n of the rank's parameters, in bytes
-    const int span = nodes_spanned(replicas, s.tp, cl.gpus_per_node);
-    const double gas = static_cast<double>(l.gas);
-    auto seconds = [&](const std::vector<double>& table, double bytes) {
-      return bytes / (cl.bus(table, span) * fit.bandwidth_efficiency);
-    };
-    double comm = 0, backward = t.compute * 2.0 / 3.0 / gas;  // the backward that can hide it
-    if (s.zero <= 1) comm = seconds(cl.all_reduce, 2 * share);
-    if (s.zero == 2) comm = gas * seconds(cl.reduce_scatter, share) + seconds(cl.all_gather, share), backward *= gas;
-    if (s.zero == 3) comm = gas * (seconds(cl.reduce_scatter, share) + 2 * seconds(cl.all_gather, share)), backward *= gas;
-    comm += dp_latency_seconds(l, fit);
-    t.dp = std::max(0.0, comm - fit.overlap * backward);
-  }
-  // TP: 4 all-reduces of the [mbs·s, h] activations per layer and micro-batch, not hidden
-  // (exercise 10.1, planner_terms.hpp).
+  // DP: the gradients' collectives over the dp·cp ranks holding the same weights, less what the
+  // backward hides (exercise 10.1 (c), planner_terms.hpp).
+  t.dp = dp_seconds(l, cl, fit, t.compute);
+  // TP: 4 all-reduces of the [mbs·s/cp, h] activations per layer and micro-batch, not hidden
+  // (exercise 10.1 (b)).
   t.tp = tp_seconds(l, cl);
   // CP: the ring's K/V blocks, forward (K, V) and backward (K, V, dK, dV), not hidden.
   if (s.cp > 1) {
@@ -79,7 +57,7 @@ StepTime step_time(const PlanLayout& l, const Cluster& cl, const StepFit& fit) {
     const int span = nodes_spanned(s.cp, s.tp, cl.gpus_per_node);
     t.cp = static_cast<double>(l.gas) * per_micro_batch / (cl.bus(cl.all_gather, span) * fit.bandwidth_efficiency);
   }
-  // PP: the schedule's bubble and the boundary crossings (step_terms.hpp (2)).
+  // PP: the schedule's bubble and the boundary crossings (exercise 10.1 (d)).
   if (s.pp > 1) t.pp_bubble = t.compute * bubble_ratio(l.kind, static_cast<int>(s.pp), static_cast<int>(l.gas));
   t.pp_p2p = pp_p2p_seconds(l, cl, fit);
   return t;

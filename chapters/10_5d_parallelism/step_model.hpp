@@ -8,7 +8,7 @@
 // tp-cp-dp-pp (TP innermost):
 //   compute    the step's FLOPs per GPU, (6N + 12·L·h·s per token, + recomputation's) · tokens
 //              / (dp · tp · pp · cp), at compute_efficiency of the GPU's peak, plus what the
-//              linear blocks' GEMMs move through HBM (step_terms.hpp (3): small per-GPU GEMMs
+//              linear blocks' GEMMs move through HBM (step_terms.hpp: small per-GPU GEMMs
 //              under heavy TP or CP);
 //   DP         the gradients of the rank's N/(tp·pp) bf16 parameters over the n = dp·cp ranks
 //              that hold the same weights, at bandwidth_efficiency of NCCL's measured bus
@@ -17,12 +17,12 @@
 //              reduce-scatter after every micro-batch (it keeps only its gradient shard) and one
 //              all-gather of the parameters; ZeRO-3 also all-gathers the parameters in every
 //              micro-batch's forward and backward; plus every ring step's latency α, per bucket
-//              or per layer (step_terms.hpp (1)); `overlap` of the backward that follows the
-//              collectives' start (the last micro-batch's for ZeRO-0/1, every one's for ZeRO-2/3)
-//              hides part of them;
+//              or per layer; `overlap` of the backward that follows the collectives' start (the
+//              last micro-batch's for ZeRO-0/1, every one's for ZeRO-2/3) hides part of them
+//              (exercise 10.1 (c));
 //   TP         per layer and micro-batch, 2 all-reduces of the [mbs·s/cp, h] bf16 activations in
 //              forward and 2 in backward (Megatron's f and g), inside a node (or over the nodes
-//              a group spans when the cluster allows), not hidden (exercise 10.1);
+//              a group spans when the cluster allows), not hidden (exercise 10.1 (b));
 //   CP         ring attention, per layer and micro-batch: the K and V of the other cp-1 chunks
 //              pass each rank in forward (2·(cp-1)·mbs·(s/cp)·(kv heads/tp)·d elements), and K, V
 //              and their gradients in backward (twice that), at the all-gather bandwidth of the
@@ -32,7 +32,7 @@
 //   PP         the schedule's bubble as chapter 08's simulator times it (the same lists the
 //              executor runs: 1F1B (p-1)/m, ZB-H1 (p-1)/(3m) with t_F = t_B = t_W) times the
 //              compute, with m = gas micro-batches, plus the point-to-point crossings of the
-//              stage boundaries, fill and drain included (step_terms.hpp (2)).
+//              stage boundaries, fill and drain included (exercise 10.1 (d)).
 // All times in seconds.
 #pragma once
 #include <string>

@@ -12,9 +12,10 @@
 //                    all-to-all); a stage boundary carries a rank's tokens only;
 //   EP (chapter 09)  a mixture of experts' experts spread over ep of the dp ranks (all-to-all of
 //                    token rows in every MoE layer);
-//   DP (chapter 04)  replicas take their own micro-batches; StageOptimizer averages the gradients
-//                    over the dp·cp ranks of a (tp, pp) coordinate, or runs chapter 05's ZeRO-1
-//                    step (exercise 05.1) over them.
+//   DP (chapter 04)  replicas take their own micro-batches; the gradients are averaged over the
+//                    dp·cp ranks of a (tp, pp) coordinate by chapter 04's bucketed sync, launched as
+//                    the chunks' last backward passes make them final (StageGradSync, exercises
+//                    04.1 and 04.2), or by chapter 05's ZeRO-1 step (exercise 05.1) in StageOptimizer.
 //
 // Every rank of replica d (its dp coordinate) is given the same m micro-batches of mbs whole
 // sequences (the data rule's samples d·m·mbs ..); a CP rank keeps its tokens of each. Each
@@ -53,6 +54,17 @@ class Trainer5d {
 
   // One optimizer step over this replica's m micro-batches of whole sequences.
   Step5d step(const std::vector<Batch>& micro_batches);
+  // The held-out loss of the trained state (validation_loss.hpp) in this layout: replica d
+  // evaluates the held-out batches d, d + dp, ... of whole sequences, each rank its tokens of
+  // each, forward-only through the stages (ch08::PipelineExecutor::evaluate, the TP, CP and EP
+  // collectives inside them as in training); the last stage's per-batch losses are gathered over
+  // `replicas` (this rank's peers of the same (tp, cp, pp) coordinate in every replica, in dp
+  // order: a communicator whose counters the chapter does not report) and summed in batch order,
+  // and the mean reaches every rank of the pipeline as the step's loss does: the mean over this
+  // rank's tokens (the caller averages the cp ranks'). Collective over world; what it sends over
+  // the mesh's groups is the caller's to keep out of the training's bytes (held_out_traffic.hpp).
+  double held_out_loss(Communicator& replicas, const Dataset& data, std::int64_t batches, std::int64_t mbs,
+                       std::int64_t seq);
 
   const Layout5d& layout() const { return layout_; }
   Mesh& mesh() { return *mesh_; }

@@ -8,7 +8,8 @@
 
 namespace usp::ch12 {
 
-TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flash, FlashTiles tiles) {
+TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flash, FlashTiles tiles,
+                       const StepLines& lines) {
   MemoryTracker& tracker = MemoryTracker::instance();
   ParamStore params(cfg.model, cfg.dtype, cfg.device);
   params.init(cfg.seed);
@@ -20,6 +21,7 @@ TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flas
   TrainingRun run;
   const std::int64_t before = tracker.current()[MemCategory::Activation];
   for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
     tracker.reset_peak();
     params.zero_grad();
     const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
@@ -28,6 +30,8 @@ TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flas
     run.peak_activation_bytes = std::max(run.peak_activation_bytes, tracker.peak()[MemCategory::Activation] - before);
     model.backward();
     optimizer.step(params);
+    lines.print(flash ? "flash" : "naive", step, run.losses.back(), cfg.tokens_per_micro_batch(),
+                static_cast<double>(model.flops().model()), start);
   }
   return run;
 }

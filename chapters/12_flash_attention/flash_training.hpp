@@ -8,6 +8,7 @@
 
 #include "chapters/12_flash_attention/flash_attention.hpp"
 #include "common/data/dataset.hpp"
+#include "common/train/step_lines.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch12 {
@@ -17,6 +18,8 @@ struct TrainingRun {
   std::int64_t peak_activation_bytes = 0;
 };
 
-TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flash, FlashTiles tiles);
+// Each step's progress line through `lines` ("naive: step ...", "flash: step ...").
+TrainingRun train_with(const TrainingConfig& cfg, const Dataset& data, bool flash, FlashTiles tiles,
+                       const StepLines& lines = {});
 
 }  // namespace usp::ch12

@@ -36,13 +36,6 @@ namespace {
 using namespace usp;
 using namespace usp::ch12;
 
-// A table printed and written into summary.json under `key`.
-void print_and_record(const report::Table& t, const std::string& key, JsonWriter& j) {
-  t.print(std::cout);
-  j.key(key);
-  t.write_json(j);
-}
-
 // 2. Time and memory against s; attention_vs_seq.csv.
 void show_attention_vs_seq(const std::vector<std::int64_t>& seqs, std::int64_t heads, FlashTiles tiles,
                            const std::string& out) {
@@ -56,13 +49,15 @@ void show_attention_vs_seq(const std::vector<std::int64_t>& seqs, std::int64_t h
   t.write_csv(out + "/attention_vs_seq.csv");
 }
 
-// 3. The model trained with each attention: the same losses, each one's peak activations.
-std::vector<double> show_training(const TrainingConfig& cfg, const Dataset& data, FlashTiles tiles, JsonWriter& j) {
-  const TrainingRun naive = train_with(cfg, data, false, tiles), flash = train_with(cfg, data, true, tiles);
-  const double gap = max_loss_gap(flash.losses, naive.losses, true);
+// 3. The model trained with each attention (a progress line per step unless --quiet): the same
+// losses, each one's peak activations.
+std::vector<double> show_training(const TrainingConfig& cfg, const Dataset& data, FlashTiles tiles,
+                                  const StepLines& lines, JsonWriter& j) {
   std::printf("\n3. %s trained %lld steps on %lld × %lld tokens with each attention, on %s:\n", cfg.model.str().c_str(),
               static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs), static_cast<long long>(cfg.seq),
               cfg.device.str().c_str());
+  const TrainingRun naive = train_with(cfg, data, false, tiles, lines), flash = train_with(cfg, data, true, tiles, lines);
+  const double gap = max_loss_gap(flash.losses, naive.losses, true);
   training_table(naive, flash).print(std::cout);
   std::printf("   largest relative loss gap %.1e (fp32 sums in another order)\n", gap);
   j.field("training_max_relative_loss_gap", gap);
@@ -88,7 +83,7 @@ void show_gpu_ladder(int gpu_seq, const std::string& out, JsonWriter& j) {
               "   backward)\n",
               big.seq);
   const report::Table t = gpu_ladder_table(big, rows);
-  print_and_record(t, "gpu_ladder", j);
+  t.print_and_write_json(std::cout, "gpu_ladder", j);
   t.write_csv(out + "/gpu_ladder.csv");
   std::printf("   PyTorch's SDPA on the same problem: python3 bench/attention_sdpa.py --ladder %s/gpu_ladder.csv\n",
               out.c_str());
@@ -105,6 +100,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("k-cols", 64, "keys per tile (B_c)", 1, 4096);
   cli.add_int("bench-heads", 8, "heads of the table's attention (head dim 64)", 1, 128);
   cli.add_int("gpu-seq", 4096, "sequence length of the GPU ladder's timing (B 1, H 16, D 128)", 16, 16384);
+  add_step_lines_flag(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   rt.require(rt.size() == 1, "chapter 12 runs on one device: launch it without mpirun (or with -np 1)");
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
@@ -122,18 +118,16 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   const std::string missing = rt.skip_if_not_implemented([&] { eq = check_equivalence(); });
   if (!missing.empty()) {
     std::cout << "flash attention needs exercises 12.1 and 12.2 (" << missing << "); the chapter stops here.\n";
-    summary.chapter_json = j.end_object().str();
-    write_training_summary(rt.world(), out + "/summary.json", summary);
+    write_training_summary(rt.world(), out, summary, j);
     return 0;
   }
   std::printf("1. Flash attention (tiles 16 × 8) against the naive attention on B 2, T 37, H 4 on G 2 kv heads, D 20:\n"
               "   largest |flash - naive| of each output\n");
-  print_and_record(equivalence_table(eq), "equivalence", j);
+  equivalence_table(eq).print_and_write_json(std::cout, "equivalence", j);
   show_attention_vs_seq(seqs, cli.get_int("bench-heads"), tiles, out);
-  summary.losses = show_training(in.config, *in.data, tiles, j);
+  summary.losses = show_training(in.config, *in.data, tiles, step_lines_from(cli, in.config.device), j);
   show_gpu_ladder(static_cast<int>(cli.get_int("gpu-seq")), out, j);
-  summary.chapter_json = j.end_object().str();
-  write_training_summary(rt.world(), out + "/summary.json", summary);
+  write_training_summary(rt.world(), out, summary, j);
   std::printf("\nwrote %s/summary.json, attention_vs_seq.csv\n", out.c_str());
   return 0;
 }

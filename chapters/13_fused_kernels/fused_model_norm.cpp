@@ -41,7 +41,7 @@ void FusedResidualNorm::backward(const Tensor& dh2, const Tensor& x2, const Tens
                             dx_acc.data<float>(), dw.data<float>());
 }
 
-std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data, bool fused) {
+std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data, bool fused, const StepLines& lines) {
   ParamStore params(cfg.model, cfg.dtype);
   params.init(cfg.seed);
   FusedResidualNorm fused_norm;
@@ -51,12 +51,15 @@ std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data,
   AdamW optimizer(params, cfg.adamw);
   std::vector<double> losses;
   for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
     params.zero_grad();
     const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
     losses.push_back(model.forward(b.inputs, b.targets));
     require_finite_loss(losses.back(), step, "loss", fused ? "fused residual + RMSNorm" : "unfused");
     model.backward();
     optimizer.step(params);
+    lines.print(fused ? "fused" : "core", step, losses.back(), cfg.tokens_per_micro_batch(),
+                static_cast<double>(model.flops().model()), start);
   }
   return losses;
 }

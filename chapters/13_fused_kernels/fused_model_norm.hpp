@@ -8,6 +8,7 @@
 
 #include "common/data/dataset.hpp"
 #include "common/model/residual_norm.hpp"
+#include "common/train/step_lines.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch13 {
@@ -23,6 +24,8 @@ class FusedResidualNorm final : public ResidualNorm {
 
 // cfg's model trained for cfg.steps steps with the core's ops (fused = false) or with
 // FusedResidualNorm: the loss of each step.
-std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data, bool fused);
+// Each step's progress line through `lines` ("core: step ...", "fused: step ...").
+std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data, bool fused,
+                                 const StepLines& lines = {});
 
 }  // namespace usp::ch13

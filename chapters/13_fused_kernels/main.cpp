@@ -47,13 +47,6 @@ double max_abs_diff(const std::vector<std::vector<float>>& a, const std::vector<
   return m;
 }
 
-// A table printed and written into summary.json under `key`.
-void print_and_record(const report::Table& t, const std::string& key, JsonWriter& j) {
-  t.print(std::cout);
-  j.key(key);
-  t.write_json(j);
-}
-
 // 1. Every variant against the unfused one, on shapes that are no multiple of any vector width.
 std::vector<VariantDifference> equivalence() {
   const ChainSizes odd{37, 45, 53, 101, 1001};
@@ -79,7 +72,7 @@ void show_bandwidth(const ChainSizes& sizes, int reps, const std::string& out, J
               static_cast<long long>(sizes.ffn), static_cast<long long>(sizes.vocab),
               static_cast<long long>(sizes.params), copy);
   const report::Table cpu = bandwidth_table(rows, copy);
-  print_and_record(cpu, "bandwidth", j);
+  cpu.print_and_write_json(std::cout, "bandwidth", j);
   // The bytes are exact; the times (and so GB/s and the share of the copy) are the machine's now.
   const report::MachineLoad load = report::machine_load();
   std::printf("   timed at %s\n", report::describe(load).c_str());
@@ -96,17 +89,18 @@ void show_bandwidth(const ChainSizes& sizes, int reps, const std::string& out, J
               gpu_device_name().c_str(), gpu_copy, launch_us);
   j.field("gpu_copy_gb_per_s", gpu_copy).field("gpu_launch_overhead_us", launch_us);
   const report::Table gpu = bandwidth_table(gpu_rows, gpu_copy);
-  print_and_record(gpu, "gpu_bandwidth", j);
+  gpu.print_and_write_json(std::cout, "gpu_bandwidth", j);
   gpu.write_csv(out + "/fused_bandwidth_gpu.csv");
 }
 
-// 3. The model trained with the core's add + norm and with the fused kernel.
-std::vector<double> show_training(const TrainingConfig& cfg, const Dataset& data, JsonWriter& j) {
-  const std::vector<double> plain = train_losses(cfg, data, false), fused = train_losses(cfg, data, true);
-  const double gap = max_loss_gap(fused, plain, true);
+// 3. The model trained with the core's add + norm and with the fused kernel (a progress line per
+// step unless --quiet).
+std::vector<double> show_training(const TrainingConfig& cfg, const Dataset& data, const StepLines& lines, JsonWriter& j) {
   std::printf("\n3. %s trained %lld steps on %lld × %lld tokens, with the core's add + norm and with the fused kernel:\n",
               cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
               static_cast<long long>(cfg.seq));
+  const std::vector<double> plain = train_losses(cfg, data, false, lines), fused = train_losses(cfg, data, true, lines);
+  const double gap = max_loss_gap(fused, plain, true);
   for (const auto& [name, losses] : {std::pair{"core", &plain}, std::pair{"fused", &fused}}) {
     std::string text;
     for (double x : *losses) text += std::to_string(x).substr(0, 8) + " ";
@@ -130,6 +124,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_int("bench-vocab", 32768, "V: vocabulary of the cross-entropy chain", 2, 1 << 20);
   cli.add_int("bench-params", 16 << 20, "P: parameters of the AdamW chain", 1, std::int64_t{1} << 32);
   cli.add_int("reps", 5, "timed repetitions per variant (the median is reported)", 1, 1000);
+  add_step_lines_flag(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   rt.require(rt.size() == 1, "chapter 13 runs on one device: launch it without mpirun (or with -np 1)");
   const TrainingInputs in = agree_training_inputs(rt, cli);
@@ -153,8 +148,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   const std::string missing = rt.skip_if_not_implemented([&] { eq = equivalence(); });
   if (!missing.empty()) {
     std::cout << "the fused residual + RMSNorm needs exercise 13.1 (" << missing << "); the chapter stops here.\n";
-    summary.chapter_json = j.end_object().str();
-    write_training_summary(rt.world(), out + "/summary.json", summary);
+    write_training_summary(rt.world(), out, summary, j);
     return 0;
   }
   std::printf("1. Every variant against the unfused one (N 37, C 45, F 53, V 101, P 1001): largest |Δ| of the outputs\n");
@@ -163,9 +157,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   j.key("equivalence");
   differences.write_json(j);
   show_bandwidth(sizes, reps, out, j);
-  summary.losses = show_training(in.config, *in.data, j);
-  summary.chapter_json = j.end_object().str();
-  write_training_summary(rt.world(), out + "/summary.json", summary);
+  summary.losses = show_training(in.config, *in.data, step_lines_from(cli, in.config.device), j);
+  write_training_summary(rt.world(), out, summary, j);
   std::printf("\nwrote %s/summary.json, fused_bandwidth.csv\n", out.c_str());
   return 0;
 }

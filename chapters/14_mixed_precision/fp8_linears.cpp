@@ -74,7 +74,7 @@ void Fp8Linears::row_backward(const Tensor& dy, const Tensor& x, const Tensor& w
                        dw);
 }
 
-Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& data) {
+Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& data, const StepLines& lines) {
   ParamStore params(cfg.model, DType::f32);
   params.init(cfg.seed);
   Fp8Linears linears(scaling, cfg.model.vocab);
@@ -86,11 +86,14 @@ Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& d
   Fp8Run run;
   run.recipe = scaling_name(scaling);
   for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
     params.zero_grad();
     const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
     run.losses.push_back(model.forward(b.inputs, b.targets));
     model.backward();
     optimizer.step(params);
+    lines.print(run.recipe, step, run.losses.back(), cfg.tokens_per_micro_batch(),
+                static_cast<double>(model.flops().model()), start);
   }
   run.activations = linears.activations();
   run.weights = linears.weights();

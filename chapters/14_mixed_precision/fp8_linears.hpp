@@ -21,6 +21,7 @@
 
 #include "common/data/dataset.hpp"
 #include "common/model/linear_hook.hpp"
+#include "common/train/step_lines.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch14 {
@@ -67,6 +68,7 @@ struct Fp8Run {
 };
 
 // cfg.model (fp32) trained cfg.steps steps with its linear blocks in FP8 under `scaling`.
-Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& data);
+// Each step's progress line through `lines`, labelled with the scaling.
+Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& data, const StepLines& lines = {});
 
 }  // namespace usp::ch14

@@ -40,38 +40,27 @@ namespace {
 using namespace usp;
 using namespace usp::ch14;
 
-// A table printed under its title and written into summary.json under `key`.
-void print_and_record(const report::Table& t, const std::string& key, JsonWriter& j) {
-  t.print(std::cout);
-  j.key(key);
-  t.write_json(j);
-}
-
 // 1. The formats: the table, formats.csv and grid_1_2.csv, and "formats" in the summary.
 void show_formats(const std::string& out, JsonWriter& j) {
   const report::Table t = formats_table(format_rows());
   std::printf("1. The formats (common/float_formats.hpp), every narrow bit pattern decoded and encoded back:\n");
-  print_and_record(t, "formats", j);
+  t.print_and_write_json(std::cout, "formats", j);
   t.write_csv(out + "/formats.csv");
   write_file_atomic(out + "/grid_1_2.csv", grid_csv());
 }
 
-// 2. Each recipe's losses against fp32, its skipped steps and where its gradients sat (zero,
+// 2. (The heading and each step's progress line are printed as the recipes train, in run_chapter.)
+// Each recipe's losses against fp32, its skipped steps and where its gradients sat (zero,
 // subnormal, inf, NaN); the scaled run's loss scale; each recipe's bytes per parameter, measured
 // by the tracker on the first step, next to the usp_calc row it answers to; the playbook's table
 // from the calculator (usp_calc --recipes). Writes loss_curves.csv and grad_histogram.csv.
-void show_recipes(const TrainingConfig& cfg, const std::vector<PrecisionRun>& runs, const std::string& out,
-                  JsonWriter& j) {
-  std::printf("\n2. %s trained %lld steps on %lld × %lld tokens under each recipe (AdamW, fp32 master weights for the "
-              "narrow ones):\n",
-              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
-              static_cast<long long>(cfg.seq));
-  print_and_record(recipes_table(runs), "recipes", j);
+void show_recipes(const std::vector<PrecisionRun>& runs, const std::string& out, JsonWriter& j) {
+  recipes_table(runs).print_and_write_json(std::cout, "recipes", j);
   std::printf("   loss scale of fp16+scaling per step:");
   for (float s : runs.back().scales) std::printf(" %g", static_cast<double>(s));
   std::printf("\n");
   std::printf("\n   Memory per parameter, measured (tracker, first step) vs usp_calc:\n");
-  print_and_record(memory_table(runs), "memory_per_parameter", j);
+  memory_table(runs).print_and_write_json(std::cout, "memory_per_parameter", j);
   std::printf("\n   The playbook's recipes (usp_calc --recipes; formats of master weights, accumulated gradients,\n"
               "   weights, gradients, Adam m + v; '-' where none is kept):\n");
   const report::Table playbook = playbook_table();
@@ -83,10 +72,9 @@ void show_recipes(const TrainingConfig& cfg, const std::vector<PrecisionRun>& ru
 }
 
 // 3. The FP8 linears' losses against fp32 and what each scaling flushed to zero; fp8_curves.csv.
+// (The heading and each step's progress line are printed as the scalings train, in run_chapter.)
 void show_fp8_runs(const PrecisionRun& fp32, const std::vector<Fp8Run>& fp8, const std::string& out, JsonWriter& j) {
-  std::printf("\n3. The same model with its attention and MLP matmuls in FP8 (e4m3 forward, e5m2 gradients, fp32 "
-              "accumulation; emulated):\n");
-  print_and_record(fp8_table(fp32, fp8), "fp8", j);
+  fp8_table(fp32, fp8).print_and_write_json(std::cout, "fp8", j);
   fp8_curves_table(fp32, fp8).write_csv(out + "/fp8_curves.csv");
 }
 
@@ -122,8 +110,10 @@ Cli chapter_cli() {
           "and, on a GPU with FP8 tensor cores, cuBLASLt's FP8 GEMM against bf16 cuBLAS");
   cli.add_common("out/14_mixed_precision");
   add_training_flags(cli, {"usp-small", 128, 4, 30, 3e-3});
-  cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", 1.0, 1e30);
+  cli.add_float("init-scale", 65536.0, "the loss scale fp16+scaling starts from (a power of two)", kMinLossScale,
+                kMaxLossScale);
   cli.add_int("growth-interval", 4, "good steps in a row before the loss scale doubles", 1, 1 << 30);
+  add_step_lines_flag(cli);
   return cli;
 }
 
@@ -156,27 +146,33 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   LossScaleState scaler;
   scaler.scale = static_cast<float>(cli.get_float("init-scale"));
   scaler.growth_interval = cli.get_int("growth-interval");
+  const StepLines lines = step_lines_from(cli, cfg.device);
+  std::printf("\n2. %s trained %lld steps on %lld × %lld tokens under each recipe (AdamW, fp32 master weights for the "
+              "narrow ones):\n",
+              cfg.model.str().c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.mbs),
+              static_cast<long long>(cfg.seq));
   std::vector<PrecisionRun> runs;
   const std::string missing = rt.skip_if_not_implemented([&] {
     for (Recipe r : {Recipe::fp32, Recipe::bf16, Recipe::fp16, Recipe::fp16_scaled})
-      runs.push_back(train_recipe(r, cfg, *in.data, scaler));
+      runs.push_back(train_recipe(r, cfg, *in.data, scaler, lines));
   });
   TrainingSummary summary{.chapter = "14_mixed_precision", .losses = {}, .flags_json = cli.values_json()};
   if (!missing.empty()) {
     std::cout << "\nfp16 with loss scaling needs exercise 14.1 (" << missing << "); the chapter stops here.\n";
-    summary.chapter_json = j.end_object().str();
-    write_training_summary(rt.world(), out + "/summary.json", summary);
+    write_training_summary(rt.world(), out, summary, j);
     return 0;
   }
   // fp32 is the reference every recipe is measured against: its divergence is an error.
   require_finite_losses(runs.front().losses, runs.front().recipe);
-  show_recipes(cfg, runs, out, j);
+  show_recipes(runs, out, j);
 
   // 3. FP8 linear layers (per-tile scaling is exercise 14.2).
+  std::printf("\n3. The same model with its attention and MLP matmuls in FP8 (e4m3 forward, e5m2 gradients, fp32 "
+              "accumulation; emulated):\n");
   std::vector<Fp8Run> fp8;
   const std::string missing_fp8 = rt.skip_if_not_implemented([&] {
     for (Fp8Scaling sc : {Fp8Scaling::direct, Fp8Scaling::per_tensor, Fp8Scaling::tiled})
-      fp8.push_back(train_fp8(sc, cfg, *in.data));
+      fp8.push_back(train_fp8(sc, cfg, *in.data, lines));
   });
   if (!missing_fp8.empty()) {
     std::cout << "\nFP8 training needs exercise 14.2 (" << missing_fp8 << "); the chapter stops here.\n";
@@ -185,9 +181,8 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     show_fp8_gemm(j);
   }
   summary.losses = runs[1].losses;
-  summary.chapter_json = j.end_object().str();
   summary.non_finite_is_result = true;
-  write_training_summary(rt.world(), out + "/summary.json", summary);
+  write_training_summary(rt.world(), out, summary, j);
   std::printf("\nwrote %s/summary.json, formats.csv, grid_1_2.csv, loss_curves.csv, grad_histogram.csv, fp8_curves.csv\n", out.c_str());
   return 0;
 }

@@ -81,7 +81,8 @@ void histogram(const Tensor& grads, PrecisionRun& run) {
 
 }  // namespace
 
-PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Dataset& data, LossScaleState scaler) {
+PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Dataset& data, LossScaleState scaler,
+                          const StepLines& lines) {
   const DType dt = dtype_of(recipe);
   MemoryTracker& tracker = MemoryTracker::instance();
   const MemCounts before = tracker.current();
@@ -95,6 +96,7 @@ PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Datase
   run.recipe = recipe_name(recipe);
   const bool scaled = recipe == Recipe::fp16_scaled;
   for (std::int64_t step = 0; step < cfg.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
     params.zero_grad();
     const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
     run.losses.push_back(model.forward(b.inputs, b.targets));
@@ -120,6 +122,8 @@ PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Datase
       run.memory = {params.numel(), grew(MemCategory::Parameter), grew(MemCategory::Gradient),
                     grew(MemCategory::OptimizerState), tracker.peak_total() - before_step};
     }
+    lines.print(run.recipe, step, run.losses.back(), cfg.tokens_per_micro_batch(),
+                static_cast<double>(model.flops().model()), start);
   }
   run.skipped_steps = scaled ? scaler.skipped_steps : 0;
   return run;

@@ -17,6 +17,7 @@
 #include "chapters/14_mixed_precision/loss_scaling.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
+#include "common/train/step_lines.hpp"
 #include "common/train/training_flags.hpp"
 
 namespace usp::ch14 {
@@ -66,6 +67,9 @@ CalcRow calc_row(Recipe r);
 
 // cfg.model trained cfg.steps steps (cfg.dtype is ignored: the recipe sets it); `scaler` is the
 // starting state for Recipe::fp16_scaled.
-PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Dataset& data, LossScaleState scaler = {});
+// Each step's progress line through `lines`, labelled with the recipe (its time includes the
+// gradient census).
+PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Dataset& data, LossScaleState scaler = {},
+                          const StepLines& lines = {});
 
 }  // namespace usp::ch14

@@ -1,5 +1,6 @@
 #include "common/calc/memory_sweep.hpp"
 
+#include <functional>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -11,6 +12,20 @@ namespace usp::calc {
 
 namespace {
 const std::vector<std::int64_t> kPlaybookSeqs = {1024, 2048, 4096, 8192, 16384};
+
+// One layout per value: `base` with set(layout, value) applied (the figures that vary one
+// dimension of the layout).
+std::vector<ParallelLayout> layouts_along(const ParallelLayout& base,
+                                          const std::function<void(ParallelLayout&, std::int64_t)>& set,
+                                          const std::vector<std::int64_t>& values) {
+  std::vector<ParallelLayout> layouts;
+  for (std::int64_t v : values) {
+    ParallelLayout l = base;
+    set(l, v);
+    layouts.push_back(l);
+  }
+  return layouts;
+}
 }  // namespace
 
 std::vector<SweepRow> run_sweep(const MemorySweep& sweep) {
@@ -77,13 +92,10 @@ MemorySweep figure_zero() {
   MemorySweep s;
   s.models = {"llama3.1-8b"};
   s.seqs = kPlaybookSeqs;
-  s.layouts.clear();
-  for (int stage = 0; stage <= 3; ++stage) {
-    ParallelLayout l;
-    l.dp = 8;
-    l.zero = stage;
-    s.layouts.push_back(l);
-  }
+  ParallelLayout dp8;
+  dp8.dp = 8;
+  s.layouts = layouts_along(dp8, [](ParallelLayout& l, std::int64_t stage) { l.zero = static_cast<int>(stage); },
+                            {0, 1, 2, 3});
   return s;
 }
 
@@ -107,12 +119,7 @@ MemorySweep figure_cp() {
   s.models = {"llama3.1-8b"};
   s.seqs = {4096, 8192, 16384, 32768, 65536, 131072};
   s.recomputes = {Recompute::selective, Recompute::full};
-  s.layouts.clear();
-  for (std::int64_t c : {1, 2, 4, 8}) {
-    ParallelLayout l;
-    l.cp = c;
-    s.layouts.push_back(l);
-  }
+  s.layouts = layouts_along({}, [](ParallelLayout& l, std::int64_t c) { l.cp = c; }, {1, 2, 4, 8});
   return s;
 }
 
@@ -121,12 +128,7 @@ MemorySweep figure_pp() {
   s.models = {"llama3.1-8b"};
   s.seqs = kPlaybookSeqs;
   s.recomputes = {Recompute::selective, Recompute::full};
-  s.layouts.clear();
-  for (std::int64_t p : {1, 2, 4, 8}) {
-    ParallelLayout l;
-    l.pp = p;
-    s.layouts.push_back(l);
-  }
+  s.layouts = layouts_along({}, [](ParallelLayout& l, std::int64_t p) { l.pp = p; }, {1, 2, 4, 8});
   return s;
 }
 

@@ -33,14 +33,52 @@ void check_fits(const char* op, std::int64_t elements) {
                 std::to_string(limit) + " one MPI call can address; split it into several smaller ops");
 }
 
-// Calls f(offset, count) over [0, n) in pieces of at most step elements. Point-to-point needs
-// at least one message even for an empty tensor, so that a size mismatch with the peer is
+// Calls f(buffer, count) over t's elements in pieces of at most step elements. Point-to-point
+// needs at least one message even for an empty tensor, so that a size mismatch with the peer is
 // caught rather than left unmatched.
 template <class F>
-void for_each_piece(std::int64_t n, std::int64_t step, bool at_least_one, F&& f) {
-  if (n == 0 && at_least_one) f(std::int64_t{0}, 0);
+void for_each_piece(const Tensor& t, std::int64_t step, bool at_least_one, F&& f) {
+  const std::int64_t n = t.numel();
+  const auto es = static_cast<std::int64_t>(dtype_size(t.dtype()));
+  char* base = bytes_of(t);
+  if (n == 0 && at_least_one) f(static_cast<void*>(base), 0);
   for (std::int64_t offset = 0; offset < n; offset += step)
-    f(offset, static_cast<int>(std::min(step, n - offset)));
+    f(static_cast<void*>(base + offset * es), static_cast<int>(std::min(step, n - offset)));
+}
+
+// Whether `part` already is rank `me`'s slot of `whole` (a view of it: MPI_IN_PLACE).
+bool is_slot(const Tensor& part, const Tensor& whole, int me) {
+  return bytes_of(part) == bytes_of(whole) + static_cast<std::size_t>(me) * part.nbytes();
+}
+
+// Where MPI sends in from: in itself, or a copy of it (held in `staged`) where it overlaps out.
+const void* send_buffer(const Tensor& in, const Tensor& out, Tensor& staged) {
+  if (!overlaps(in, out)) return in.raw();
+  staged = in.clone(MemCategory::CommBuffer);
+  return staged.raw();
+}
+
+// A point-to-point transfer of t with `peer`: posted piece by piece, then completed by the
+// progress thread's polling. Pieces of one tensor go with the same tag; MPI delivers messages
+// between two ranks with one tag in the order they were sent, so the receiver's pieces line up.
+// A received message of another size is an error, not a partial fill: its count is checked.
+mpi::ProgressThread::Task p2p_task(CommOp op, const Tensor& t, int peer, int tag, MPI_Comm comm) {
+  const MPI_Datatype type = mpi::element_type(t.dtype());
+  const std::int64_t step = mpi::max_count();
+  const bool sending = op == CommOp::send;
+  return [=](mpi::ProgressThread& p) {
+    for_each_piece(t, step, true, [&](void* buf, int n) {
+      MPI_Request request;
+      {
+        mpi::Lock lock;
+        if (sending)
+          mpi::check(MPI_Isend(buf, n, type, peer, tag, comm, &request), "MPI_Isend");
+        else
+          mpi::check(MPI_Irecv(buf, n, type, peer, tag, comm, &request), "MPI_Irecv");
+      }
+      p.attach(request, type, sending ? -1 : n, comm_op_name(op), t.storage());
+    });
+  };
 }
 
 std::vector<int> to_ints(const std::vector<std::int64_t>& v) { return {v.begin(), v.end()}; }
@@ -112,10 +150,7 @@ WorkHandle MpiCommunicator::do_broadcast(Tensor& t, int root) {
   const std::int64_t step = mpi::max_count();
   const MPI_Comm comm = comm_;
   return submit(CommOp::broadcast, [t, root, type, step, comm](mpi::ProgressThread& p) {
-    const std::size_t es = dtype_size(t.dtype());
-    char* base = bytes_of(t);
-    for_each_piece(t.numel(), step, false, [&](std::int64_t offset, int n) {
-      void* buf = base + offset * static_cast<std::int64_t>(es);
+    for_each_piece(t, step, false, [&](void* buf, int n) {
       p.collective("MPI_Bcast", [&](MPI_Request* r) {
         return r ? MPI_Ibcast(buf, n, type, root, comm, r) : MPI_Bcast(buf, n, type, root, comm);
       });
@@ -130,10 +165,7 @@ WorkHandle MpiCommunicator::do_reduce(Tensor& t, int root, ReduceOp op) {
   const bool is_root = rank_ == root;
   const int n_ranks = size_;
   return submit(CommOp::reduce, [=](mpi::ProgressThread& p) {
-    const std::size_t es = dtype_size(t.dtype());
-    char* base = bytes_of(t);
-    for_each_piece(t.numel(), step, false, [&](std::int64_t offset, int n) {
-      void* buf = base + offset * static_cast<std::int64_t>(es);
+    for_each_piece(t, step, false, [&](void* buf, int n) {
       // The root reduces into its own buffer; the others only contribute.
       const void* send = is_root ? MPI_IN_PLACE : buf;
       void* recv = is_root ? buf : nullptr;
@@ -142,7 +174,7 @@ WorkHandle MpiCommunicator::do_reduce(Tensor& t, int root, ReduceOp op) {
                  : MPI_Reduce(send, recv, n, red.type, red.op, root, comm);
       });
     });
-    if (op == ReduceOp::avg && is_root) mpi::divide(t.dtype(), base, t.numel(), n_ranks);
+    if (op == ReduceOp::avg && is_root) mpi::divide(t.dtype(), t.raw(), t.numel(), n_ranks);
   });
 }
 
@@ -152,16 +184,13 @@ WorkHandle MpiCommunicator::do_all_reduce(Tensor& t, ReduceOp op) {
   const MPI_Comm comm = comm_;
   const int n_ranks = size_;
   return submit(CommOp::all_reduce, [=](mpi::ProgressThread& p) {
-    const std::size_t es = dtype_size(t.dtype());
-    char* base = bytes_of(t);
-    for_each_piece(t.numel(), step, false, [&](std::int64_t offset, int n) {
-      void* buf = base + offset * static_cast<std::int64_t>(es);
+    for_each_piece(t, step, false, [&](void* buf, int n) {
       p.collective("MPI_Allreduce", [&](MPI_Request* r) {
         return r ? MPI_Iallreduce(MPI_IN_PLACE, buf, n, red.type, red.op, comm, r)
                  : MPI_Allreduce(MPI_IN_PLACE, buf, n, red.type, red.op, comm);
       });
     });
-    if (op == ReduceOp::avg) mpi::divide(t.dtype(), base, t.numel(), n_ranks);
+    if (op == ReduceOp::avg) mpi::divide(t.dtype(), t.raw(), t.numel(), n_ranks);
   });
 }
 
@@ -180,12 +209,7 @@ WorkHandle MpiCommunicator::do_gather(const Tensor& in, Tensor& out, int root) {
     Tensor staged;
     if (is_root) {
       recv = out.raw();
-      if (bytes_of(in) == bytes_of(out) + static_cast<std::size_t>(me) * in.nbytes()) {
-        send = MPI_IN_PLACE;  // in already is the root's slot of out
-      } else if (overlaps(in, out)) {
-        staged = in.clone(MemCategory::CommBuffer);
-        send = staged.raw();
-      }
+      send = is_slot(in, out, me) ? MPI_IN_PLACE : send_buffer(in, out, staged);  // in: the root's slot of out
     }
     p.collective("MPI_Gather", [&](MPI_Request* r) {
       return r ? MPI_Igather(send, n, type, recv, n, type, root, comm, r)
@@ -201,14 +225,9 @@ WorkHandle MpiCommunicator::do_all_gather(const Tensor& in, Tensor& out) {
   const MPI_Comm comm = comm_;
   const int me = rank_;
   return submit(CommOp::all_gather, [=](mpi::ProgressThread& p) {
-    const void* send = in.raw();
     Tensor staged;
-    if (bytes_of(in) == bytes_of(out) + static_cast<std::size_t>(me) * in.nbytes()) {
-      send = MPI_IN_PLACE;  // a shard that is a view of its slot in the flat buffer (ZeRO)
-    } else if (overlaps(in, out)) {
-      staged = in.clone(MemCategory::CommBuffer);
-      send = staged.raw();
-    }
+    // in place: a shard that is a view of its slot in the flat buffer (ZeRO)
+    const void* send = is_slot(in, out, me) ? MPI_IN_PLACE : send_buffer(in, out, staged);
     void* recv = out.raw();
     p.collective("MPI_Allgather", [&](MPI_Request* r) {
       return r ? MPI_Iallgather(send, n, type, recv, n, type, comm, r)
@@ -230,12 +249,10 @@ WorkHandle MpiCommunicator::do_scatter(const Tensor& in, Tensor& out, int root) 
     Tensor staged;
     if (is_root) {
       send = in.raw();
-      if (bytes_of(out) == bytes_of(in) + static_cast<std::size_t>(me) * out.nbytes()) {
+      if (is_slot(out, in, me))
         recv = MPI_IN_PLACE;  // out already is the root's chunk of in
-      } else if (overlaps(in, out)) {
-        staged = in.clone(MemCategory::CommBuffer);
-        send = staged.raw();
-      }
+      else
+        send = send_buffer(in, out, staged);
     }
     p.collective("MPI_Scatter", [&](MPI_Request* r) {
       return r ? MPI_Iscatter(send, n, type, recv, n, type, root, comm, r)
@@ -251,12 +268,8 @@ WorkHandle MpiCommunicator::do_reduce_scatter(const Tensor& in, Tensor& out, Red
   const MPI_Comm comm = comm_;
   const int n_ranks = size_;
   return submit(CommOp::reduce_scatter, [=](mpi::ProgressThread& p) {
-    const void* send = in.raw();
     Tensor staged;
-    if (overlaps(in, out)) {
-      staged = in.clone(MemCategory::CommBuffer);
-      send = staged.raw();
-    }
+    const void* send = send_buffer(in, out, staged);
     void* recv = out.raw();
     p.collective("MPI_Reduce_scatter_block", [&](MPI_Request* r) {
       return r ? MPI_Ireduce_scatter_block(send, recv, n, red.type, red.op, comm, r)
@@ -272,12 +285,8 @@ WorkHandle MpiCommunicator::do_all_to_all(const Tensor& in, Tensor& out) {
   const int n = static_cast<int>(in.numel() / size_);
   const MPI_Comm comm = comm_;
   return submit(CommOp::all_to_all, [=](mpi::ProgressThread& p) {
-    const void* send = in.raw();
     Tensor staged;
-    if (overlaps(in, out)) {
-      staged = in.clone(MemCategory::CommBuffer);
-      send = staged.raw();
-    }
+    const void* send = send_buffer(in, out, staged);
     void* recv = out.raw();
     p.collective("MPI_Alltoall", [&](MPI_Request* r) {
       return r ? MPI_Ialltoall(send, n, type, recv, n, type, comm, r)
@@ -296,12 +305,8 @@ WorkHandle MpiCommunicator::do_all_to_allv(const Tensor& in, const std::vector<s
   std::vector<int> sdispls = displacements(scounts), rdispls = displacements(rcounts);
   const MPI_Comm comm = comm_;
   return submit(CommOp::all_to_allv, [=](mpi::ProgressThread& p) {
-    const void* send = in.raw();
     Tensor staged;
-    if (overlaps(in, out)) {
-      staged = in.clone(MemCategory::CommBuffer);
-      send = staged.raw();
-    }
+    const void* send = send_buffer(in, out, staged);
     void* recv = out.raw();
     p.collective("MPI_Alltoallv", [&](MPI_Request* r) {
       return r ? MPI_Ialltoallv(send, scounts.data(), sdispls.data(), type, recv, rcounts.data(), rdispls.data(),
@@ -315,44 +320,11 @@ WorkHandle MpiCommunicator::do_all_to_allv(const Tensor& in, const std::vector<s
 // ---- point-to-point: posted, then completed by the progress thread's polling -------------------
 
 WorkHandle MpiCommunicator::do_send(const Tensor& t, int dst, int tag) {
-  const MPI_Datatype type = mpi::element_type(t.dtype());
-  const std::int64_t step = mpi::max_count();
-  const MPI_Comm comm = comm_;
-  return submit_p2p(CommOp::send, dst, tag, [=](mpi::ProgressThread& p) {
-    const std::size_t es = dtype_size(t.dtype());
-    char* base = bytes_of(t);
-    // Pieces of one tensor go with the same tag; MPI delivers messages between two ranks with
-    // one tag in the order they were sent, so the receiver's pieces line up.
-    for_each_piece(t.numel(), step, true, [&](std::int64_t offset, int n) {
-      MPI_Request request;
-      {
-        mpi::Lock lock;
-        mpi::check(MPI_Isend(base + offset * static_cast<std::int64_t>(es), n, type, dst, tag, comm, &request),
-                   "MPI_Isend");
-      }
-      p.attach(request, type, -1, "send", t.storage());
-    });
-  });
+  return submit_p2p(CommOp::send, dst, tag, p2p_task(CommOp::send, t, dst, tag, comm_));
 }
 
 WorkHandle MpiCommunicator::do_recv(Tensor& t, int src, int tag) {
-  const MPI_Datatype type = mpi::element_type(t.dtype());
-  const std::int64_t step = mpi::max_count();
-  const MPI_Comm comm = comm_;
-  return submit_p2p(CommOp::recv, src, tag, [=](mpi::ProgressThread& p) {
-    const std::size_t es = dtype_size(t.dtype());
-    char* base = bytes_of(t);
-    for_each_piece(t.numel(), step, true, [&](std::int64_t offset, int n) {
-      MPI_Request request;
-      {
-        mpi::Lock lock;
-        mpi::check(MPI_Irecv(base + offset * static_cast<std::int64_t>(es), n, type, src, tag, comm, &request),
-                   "MPI_Irecv");
-      }
-      // A message of another size is an error, not a partial fill: the count is checked.
-      p.attach(request, type, n, "recv", t.storage());
-    });
-  });
+  return submit_p2p(CommOp::recv, src, tag, p2p_task(CommOp::recv, t, src, tag, comm_));
 }
 
 WorkHandle MpiCommunicator::do_barrier() {

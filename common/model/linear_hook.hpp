@@ -23,6 +23,7 @@
 // (1 without a split).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/tensor.hpp"
@@ -42,14 +43,21 @@ class LinearHook {
   // Column block: x [n, C] (the stream rows held), w[i] [out_i, C] -> y[i] [N, out_i] (overwritten).
   virtual void column_forward(const Tensor& x, const std::vector<Tensor>& w, std::vector<Tensor>& y) = 0;
   // dy[i] [N, out_i] and the forward's x -> dw[i] += dy[i]ᵀ·f(x); dx [n, C] = the gradient of x
-  // (overwritten). Weight gradients are final on return.
+  // (overwritten). Weight gradients are final on return, unless the hook defers them (below).
   virtual void column_backward(const std::vector<Tensor>& dy, const Tensor& x, const std::vector<Tensor>& w,
                                std::vector<Tensor>& dw, Tensor& dx) = 0;
   // Row block: x [N, in] (this rank's features), w [C, in] -> y [n, C] (overwritten): the sum over
   // the group of x·wᵀ, on the stream rows held.
   virtual void row_forward(const Tensor& x, const Tensor& w, Tensor& y) = 0;
-  // dy [n, C] -> dx [N, in] (overwritten), dw += (g's backward of dy)ᵀ·x.
+  // dy [n, C] -> dx [N, in] (overwritten), dw += (g's backward of dy)ᵀ·x (final on return, unless
+  // the hook defers it).
   virtual void row_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw) = 0;
+  // Runs `then` once every weight gradient of the column_backward / row_backward calls made so far
+  // is final: at once for a hook that computes them inside those calls (the default, every hook but
+  // one); chapter 08's WeightGradQueue, which defers them from a zero-bubble schedule's B to its W,
+  // right after W has computed them. The model reports a linear weight's gradient ready
+  // (ModelHooks::grad_ready) through this, so the report is true under either.
+  virtual void after_weight_grads(std::function<void()> then) { then(); }
 
   // Embedding: tokens [N] i32, table [V_r, C] (this rank's vocabulary rows) -> out [n, C].
   virtual void embedding_forward(const Tensor& tokens, const Tensor& table, Tensor& out) = 0;

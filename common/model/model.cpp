@@ -266,6 +266,12 @@ void grad_ready(const ModelHooks& hooks, int param_index) {
   if (hooks.grad_ready) hooks.grad_ready(param_index);
 }
 
+// A linear block's weight: its gradient is final when the LinearHook's products are done (at once,
+// or at chapter 08's W). hooks: the model's own (it outlives a deferred report).
+void weight_grad_ready(LinearHook& linears, const ModelHooks& hooks, int param_index) {
+  linears.after_weight_grads([&hooks, param_index] { grad_ready(hooks, param_index); });
+}
+
 // The layer's MLP half backward: y = x2 + mlp(h2), h2 = rmsnorm(x2). dy [n, C] f32 holds the
 // gradient of y on entry, of x2 on return (the residual carries it through in place).
 void backward_mlp_half(const LayerContext& ctx, const LayerParams& ip, const LayerDims& d, LayerSaved& s, Tensor& dy,
@@ -277,6 +283,7 @@ void backward_mlp_half(const LayerContext& ctx, const LayerParams& ip, const Lay
     return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev);
   };
   auto ready = [&](int i) { grad_ready(hooks, i); };
+  auto weight_ready = [&](int i) { weight_grad_ready(ctx.linears, hooks, i); };
   Tensor dh2 = tmp({n, C});
   if (c.is_moe()) {
     MoeWeights w = moe_weights(P, ip);
@@ -288,7 +295,7 @@ void backward_mlp_half(const LayerContext& ctx, const LayerParams& ip, const Lay
     Tensor dz = tmp({N, F});
     Tensor dWd = P.grad(ip.down);
     ctx.linears.row_backward(dy, s.z, P.param(ip.down), dz, dWd);
-    ready(ip.down);
+    weight_ready(ip.down);
     s.z = Tensor();
     // z = silu(g)·u ; g = h2·Wgᵀ ; u = h2·Wuᵀ
     Tensor dg = tmp({N, F}), du = tmp({N, F});
@@ -299,8 +306,8 @@ void backward_mlp_half(const LayerContext& ctx, const LayerParams& ip, const Lay
       std::vector<Tensor> dW = {P.grad(ip.gate), P.grad(ip.up)};
       ctx.linears.column_backward({dg, du}, s.h2, {P.param(ip.gate), P.param(ip.up)}, dW, dh2);
     }
-    ready(ip.up);
-    ready(ip.gate);
+    weight_ready(ip.up);
+    weight_ready(ip.gate);
   }
   s.h2 = Tensor();
   // h2 = rmsnorm(x2): dx2 = dy (residual) + rmsnorm'(dh2)
@@ -323,10 +330,11 @@ void backward_attention_half(const LayerContext& ctx, const LayerParams& ip, con
     return Tensor::empty(shape, DType::f32, MemCategory::Temporary, dev);
   };
   auto ready = [&](int i) { grad_ready(hooks, i); };
+  auto weight_ready = [&](int i) { weight_grad_ready(ctx.linears, hooks, i); };
   Tensor da = tmp({N, H * D});
   Tensor dWo = P.grad(ip.o);
   ctx.linears.row_backward(dy, s.a, P.param(ip.o), da, dWo);
-  ready(ip.o);
+  weight_ready(ip.o);
   if (!ctx.attention) s.a = Tensor();  // an attention hook's backward reads its output
   // a = attention(q, k, v)
   Tensor dq = tmp({N, H * D}), dk = tmp({N, G * D}), dv = tmp({N, G * D});
@@ -352,9 +360,9 @@ void backward_attention_half(const LayerContext& ctx, const LayerParams& ip, con
     std::vector<Tensor> dW = {P.grad(ip.q), P.grad(ip.k), P.grad(ip.v)};
     ctx.linears.column_backward({dq, dk, dv}, s.h1, {P.param(ip.q), P.param(ip.k), P.param(ip.v)}, dW, dh1);
   }
-  ready(ip.v);
-  ready(ip.k);
-  ready(ip.q);
+  weight_ready(ip.v);
+  weight_ready(ip.k);
+  weight_ready(ip.q);
   s.q = Tensor();
   s.k = Tensor();
   s.h1 = Tensor();
@@ -456,7 +464,7 @@ void backward_head(ParamStore& P, LinearHook& linears, HeadSaved& h, const Tenso
     std::vector<Tensor> dW = {P.grad(wi)};
     linears.column_backward({dlogits}, h.hf, {P.param(wi)}, dW, dhf);
   }
-  if (!c.tied_embeddings) grad_ready(hooks, wi);  // a tied head's gradient is final only after the embedding
+  if (!c.tied_embeddings) weight_grad_ready(linears, hooks, wi);  // a tied head's: after the embedding's
   dlogits = Tensor();
   h.hf = Tensor();
   const int ni = final_norm_index(P);
@@ -680,7 +688,8 @@ void Model::backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& d
     if (hooks_.before_backward) hooks_.before_backward(0);
     Tensor dtable = params_.grad(0);
     linears_->embedding_backward(m.inputs.reshape({N}), dx, dtable);
-    grad_ready(hooks_, 0);
+    if (c.tied_embeddings) weight_grad_ready(*linears_, hooks_, 0);  // the head's product adds to it too
+    else grad_ready(hooks_, 0);
     if (hooks_.after_backward) hooks_.after_backward(0);
   } else {
     dx_out = dx;  // [n, C]: the gradient of the stage's input, for the previous stage
@@ -695,34 +704,57 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
   USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
             "Model::evaluate runs the whole model, not a pipeline stage");
   check_batch(config(), inputs, targets);
-  const Tensor logits = forward_logits(inputs);
-  const Tensor labels = on_device(targets, params_.device());
+  Tensor unused;
+  return evaluate_stage({.tokens = inputs, .targets = targets, .batch = inputs.dim(0), .seq = inputs.dim(1)}, unused);
+}
+
+double Model::evaluate_stage(const StageInput& in, Tensor& x_out) {
+  const Tensor out = forward_kept_nothing(in);
+  if (last_unit() != params_.num_units() - 1) {
+    x_out = out;
+    return 0.0;
+  }
+  const Tensor labels = on_device(in.targets, params_.device());
   Tensor unused_state;
-  return linears_->loss_forward(logits, labels.reshape({labels.numel()}), unused_state);
+  return linears_->loss_forward(out, labels.reshape({labels.numel()}), unused_state);
 }
 
 Tensor Model::forward_logits(const Tensor& inputs) {
-  const ModelConfig& c = config();
   USP_CHECK(first_unit() == 0 && last_unit() == params_.num_units() - 1,
             "Model::forward_logits runs the whole model, not a pipeline stage");
-  check_batch(c, inputs, inputs);
-  const std::int64_t B = inputs.dim(0), T = inputs.dim(1), N = B * T;
+  check_batch(config(), inputs, inputs);
+  // The targets are not read (no loss here); the stage input's check asks the last stage for them.
+  return forward_kept_nothing({.tokens = inputs, .targets = inputs, .batch = inputs.dim(0), .seq = inputs.dim(1)});
+}
+
+Tensor Model::forward_kept_nothing(const StageInput& in) {
+  const ModelConfig& c = config();
+  check_forward_request(options_, static_cast<bool>(attention_probs_), in);
+  const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
+  const std::int64_t B = in.batch, T = in.seq, N = B * T;
+  const std::int64_t n = linears_->stream_rows(N);
+  check_stage_input(c, in, first == 0, last == head_unit, n);
   const DType adt = options_.activation_dtype;
   const Device dev = params_.device();
-  const Tensor tokens = on_device(inputs, dev);
-  Tensor x = Tensor::empty({linears_->stream_rows(N), c.hidden}, adt, MemCategory::Temporary, dev);
-  linears_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
+  Tensor x = in.x.defined() ? in.x.reshape({n, c.hidden}) : Tensor();
+  if (first == 0) {
+    const Tensor tokens = on_device(in.tokens, dev);
+    x = Tensor::empty({n, c.hidden}, adt, MemCategory::Temporary, dev);
+    linears_->embedding_forward(tokens.reshape({N}), params_.param(0), x);
+  }
   const LayerContext ctx{params_, *linears_, options_.attention, *ep_, *rn_, attention_probs_, B, T, adt};
   LayerSaved unused;
   aux_loss_ = 0;
   routing_.assign(c.is_moe() ? static_cast<std::size_t>(c.layers) : 0, MoeRouting{});
-  for (std::int64_t l = 0; l < c.layers; ++l) {
+  for (int u = std::max(first, 1); u <= std::min(last, head_unit - 1); ++u) {
+    const std::int64_t l = u - 1;
     x = forward_layer(ctx, l, x, Keep::nothing, unused);
     if (c.is_moe()) {
       routing_[static_cast<std::size_t>(l)] = unused.moe.routing;
       aux_loss_ += c.router_aux_loss_coef * unused.moe.routing.aux / static_cast<double>(c.layers);
     }
   }
+  if (last != head_unit) return x;
   HeadSaved head;
   return forward_head(params_, *linears_, x, N, adt, /*keep=*/false, head);
 }

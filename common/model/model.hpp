@@ -81,7 +81,11 @@ struct StageInput {
 struct ModelHooks {
   std::function<void(int unit)> before_forward, after_forward;
   std::function<void(int unit)> before_backward, after_backward;
-  // Parameter i's gradient is final for this backward pass (called in reverse order).
+  // Parameter i's gradient is final for this backward pass: once per pass and parameter, when
+  // nothing of this pass will add to it any more. In reverse parameter order as backward goes,
+  // except that a linear block's weight is reported once the LinearHook has computed its gradient
+  // (LinearHook::after_weight_grads): during backward, or, when chapter 08's WeightGradQueue defers
+  // the weight gradients of a B, during its W, after backward_stage has returned.
   std::function<void(int param_index)> grad_ready;
 };
 
@@ -127,6 +131,12 @@ class Model {
   // stage ends at the embedding (dx_out undefined), the others set dx_out [n, C] f32, the
   // gradient of their input, for the previous stage.
   void backward_stage(int id, const Tensor& dy, float loss_scale, Tensor& dx_out);
+  // Forward-only through the stage (evaluation): nothing is kept for a backward, no hook is
+  // called, every tensor it makes is a Temporary (the tracker's Activation curve is untouched).
+  // The same input as forward_stage; the last stage returns the micro-batch's mean loss (x_out
+  // stays undefined), the others return 0 and set x_out [n, C] (a Temporary: send it, then drop it).
+  // The whole model (one stage) gives evaluate's loss.
+  double evaluate_stage(const StageInput& in, Tensor& x_out);
   int first_unit() const;
   int last_unit() const;
   int passes_held() const;  // forwards waiting for their backward (activations in flight)
@@ -169,6 +179,9 @@ class Model {
   ExpertParallel* ep_;  // options_.expert_parallel, or &single_device_experts_
   UnfusedResidualNorm unfused_norm_;
   ResidualNorm* rn_;  // options_.residual_norm, or &unfused_norm_
+  // evaluate_stage's and forward_logits' pass: the stage's units, keeping nothing; returns the
+  // logits [N, V] on the last stage, the stage's output x [n, C] on the others.
+  Tensor forward_kept_nothing(const StageInput& in);
   double aux_loss_ = 0;
   std::vector<MoeRouting> routing_;
   std::unique_ptr<Impl> impl_;

@@ -144,6 +144,12 @@ void Table::print(std::ostream& out) const {
   for (std::size_t r = 0; r < rows_.size(); ++r) print_row(out, r);
 }
 
+void Table::print_and_write_json(std::ostream& out, const std::string& key, JsonWriter& j) const {
+  print(out);
+  j.key(key);
+  write_json(j);
+}
+
 void Table::print_header(std::ostream& out) const {
   std::string line = header_indent_;
   for (const Column& c : columns_) {

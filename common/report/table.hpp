@@ -68,6 +68,8 @@ class Table {
   // object the caller opened.
   void write_json(JsonWriter& j) const;
   void write_json_fields(JsonWriter& j, std::size_t row) const;
+  // The terminal table, and the same rows into summary.json's object under `key` (chapters 12-14).
+  void print_and_write_json(std::ostream& out, const std::string& key, JsonWriter& j) const;
 
  private:
   std::vector<Column> columns_;

@@ -53,7 +53,7 @@ void add_progress_flags(Cli& cli, std::int64_t eval_every_default) {
 }
 
 void refuse_eval_flags(Cli& cli, const std::string& why) {
-  const std::string where = "; chapters 01, 03 and 04 evaluate a held-out loss (--eval-every N)";
+  const std::string where = "; chapters 01 and 03-10 evaluate a held-out loss (--eval-every N)";
   cli.refuse("eval-every", why + where).refuse("eval-batches", why + where);
 }
 

@@ -46,7 +46,7 @@ void add_progress_flags(Cli& cli, std::int64_t eval_every_default = 0);
 ProgressFlags progress_flags_from(const Cli& cli);
 // For an executable that evaluates no held-out loss: --eval-every and --eval-batches are refused
 // (Cli::refuse) with `why` and where the held-out loss is, e.g.
-//   error: --eval-every: chapter 02 trains nothing (...); chapters 01, 03 and 04 evaluate a held-out loss
+//   error: --eval-every: chapter 02 trains nothing (...); chapters 01 and 03-10 evaluate a held-out loss
 void refuse_eval_flags(Cli& cli, const std::string& why);
 
 }  // namespace usp

@@ -16,6 +16,11 @@ std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const st
   return all;
 }
 
+void write_training_summary(Communicator& world, const std::string& out_dir, TrainingSummary s, JsonWriter& results) {
+  s.chapter_json = results.end_object().str();
+  write_training_summary(world, out_dir + "/summary.json", s);
+}
+
 void write_training_summary(Communicator& world, const std::string& path, const TrainingSummary& s) {
   const MemoryTracker& tracker = MemoryTracker::instance();
   std::vector<std::int64_t> mine;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/comm/communicator.hpp"
+#include "common/json.hpp"
 #include "common/memory_tracker.hpp"
 
 namespace usp {
@@ -38,5 +39,9 @@ std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const st
 // Gathers this rank's tracker peaks and comm stats, and writes path on rank 0; on rank 0, a
 // non-finite loss in s.losses is a fatal error first (require_finite_losses).
 void write_training_summary(Communicator& world, const std::string& path, const TrainingSummary& s);
+// The same, with s.chapter_json the chapter's results object `results` (opened by the caller,
+// closed here), written to <out_dir>/summary.json: chapters 12-14, which write it on every way out
+// (at the end, or where an exercise's stub stops the chapter).
+void write_training_summary(Communicator& world, const std::string& out_dir, TrainingSummary s, JsonWriter& results);
 
 }  // namespace usp

@@ -15,12 +15,15 @@ double validation_loss(Model& model, const Dataset& data, std::int64_t batches, 
 
 double validation_loss(Communicator& comm, Model& model, const Dataset& data, std::int64_t batches, std::int64_t mbs,
                        std::int64_t seq) {
+  return validation_loss(
+      comm, [&](const Batch& batch) { return model.evaluate(batch.inputs, batch.targets); }, data, batches, mbs, seq);
+}
+
+double validation_loss(Communicator& comm, const std::function<double(const Batch&)>& evaluate, const Dataset& data,
+                       std::int64_t batches, std::int64_t mbs, std::int64_t seq) {
   const std::int64_t n = comm.size();
   std::vector<double> mine;  // batches rank, rank + n, ...
-  for (std::int64_t b = comm.rank(); b < batches; b += n) {
-    const Batch batch = data.held_out_batch(b * mbs, mbs, seq);
-    mine.push_back(model.evaluate(batch.inputs, batch.targets));
-  }
+  for (std::int64_t b = comm.rank(); b < batches; b += n) mine.push_back(evaluate(data.held_out_batch(b * mbs, mbs, seq)));
   const std::vector<std::vector<double>> all = report::gather_row_lists(comm, mine);
   double sum = 0;
   for (std::int64_t b = 0; b < batches; ++b)

@@ -5,6 +5,7 @@
 // one rises is the model memorising its training text.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/comm/communicator.hpp"
@@ -22,6 +23,11 @@ double validation_loss(Model& model, const Dataset& data, std::int64_t batches, 
 // whose counters the chapter does not report).
 double validation_loss(Communicator& comm, Model& model, const Dataset& data, std::int64_t batches, std::int64_t mbs,
                        std::int64_t seq);
+// The same split over comm for a model that is not a Model::evaluate call on the whole batch (a
+// context-parallel rank evaluates its tokens of it): `evaluate` gives this rank's loss of one
+// held-out batch.
+double validation_loss(Communicator& comm, const std::function<double(const Batch&)>& evaluate, const Dataset& data,
+                       std::int64_t batches, std::int64_t mbs, std::int64_t seq);
 // Before training: UsageError if the held-out data has fewer than batches · mbs samples of seq + 1
 // tokens (a short text), so a run does not fail at its first evaluation.
 void check_validation_data(const Dataset& data, std::int64_t batches, std::int64_t mbs, std::int64_t seq);

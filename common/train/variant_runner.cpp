@@ -53,18 +53,6 @@ double peak_flops(Device device) {
 
 }  // namespace
 
-void add_runner_flags(Cli& cli) {
-  cli.add_flag("quiet", "no line per step (tables and summary.json only)");
-  refuse_eval_flags(cli, "this chapter measures the memory and the traffic of its variants' training steps, "
-                         "which an evaluation on every rank would add to");
-}
-
-ProgressFlags runner_flags_from(const Cli& cli) {
-  ProgressFlags f;
-  f.quiet = cli.get_flag("quiet");
-  return f;
-}
-
 double VariantRun::median_step_seconds() const { return report::median(step_seconds); }
 
 VariantRunner::VariantRunner(Communicator& metrics, RunnerSettings settings)

@@ -75,19 +75,10 @@ struct VariantRun {
 struct RunnerSettings {
   TrainingConfig config = {};         // steps, device, and the shape behind the MFU's FLOPs
   std::int64_t tokens_per_step = 0;   // the global batch's tokens (every rank's)
-  ProgressFlags progress = {};        // --quiet (runner_flags_from); --eval-every, --eval-batches
-                                      // (progress_flags_from) for variants with a validation hook
+  ProgressFlags progress = {};        // --quiet, --eval-every, --eval-batches (progress_flags_from),
+                                      // the last two for variants with a validation hook
   std::string trace_dir = {};         // where traced variants are written (the chapter's --out)
 };
-
-// The runner's flag: --quiet (no progress lines). Not --eval-every (refused with the reason below,
-// refuse_eval_flags): the parallel chapters 05-10
-// measure the memory and the traffic of the training steps, which a held-out forward on every rank
-// would add to (and a pipeline stage cannot run the whole model). A chapter whose ranks each hold
-// the whole model (chapter 04) adds step_progress.hpp's flags instead and gives its variants a
-// validation hook that keeps the evaluation out of what it measures.
-void add_runner_flags(Cli& cli);
-ProgressFlags runner_flags_from(const Cli& cli);
 
 class VariantRunner {
  public:

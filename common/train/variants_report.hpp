@@ -1,12 +1,13 @@
 // What the chapters that train variants side by side (06 and 07; variant_runner.hpp) report
-// alike: each variant's label padded on the terminal, their first table (the losses), and the
-// variants in summary.json.
+// alike: the table of every rank's numbers, each variant's label padded on the terminal, their
+// first table (the losses), and the variants in summary.json.
 //
 //                          loss 0       loss 1       max|Δw| vs DP 4 × TP 1
 //     DP 4 × TP 1          5.5451234    5.4012345    0
 //     DP 2 × TP 2          5.5451234    5.4012345    2.38e-07
 //     the losses agree across the layouts: yes (largest relative difference 1.2e-07; allowed 0.0001)
 #pragma once
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -49,6 +50,28 @@ std::vector<VariantLosses> variant_losses(const std::vector<Result>& results, Na
 void print_losses_side_by_side(std::ostream& out, const std::vector<VariantLosses>& variants,
                                const report::Column& label, const std::string& reference,
                                const LossAgreement& agreement, const std::string& what);
+
+// A chapter's variants and the numbers every rank measured of each, gathered (row i·W + r of
+// `numbers`: variant i on world rank r; the chapters' gather_variants build it).
+template <class Result>
+struct VariantsTable {
+  std::vector<Result> results;
+  report::Table numbers;
+  int world = 1;
+  std::int64_t steps = 1;
+  double tokens_per_step = 0;  // the global batch's tokens
+  LossAgreement losses;        // every variant's losses against the first's (VariantRunner::agreement)
+
+  const report::Value& at(std::size_t variant, int rank, const std::string& key) const {
+    return numbers.at(variant * static_cast<std::size_t>(world) + static_cast<std::size_t>(rank), key);
+  }
+  // Whether the integer column `key` is 1 on every row (a check each rank made of its own numbers).
+  bool holds_on_every_rank(const std::string& key) const {
+    for (std::size_t row = 0; row < numbers.rows(); ++row)
+      if (std::get<std::int64_t>(numbers.at(row, key)) != 1) return false;
+    return true;
+  }
+};
 
 // summary.json's "losses_agree" and "max_relative_loss_difference", from `agreement`.
 void write_agreement_json(JsonWriter& j, const LossAgreement& agreement);

@@ -1,8 +1,8 @@
-// Exercise 10.1: the planner's memory filter and TP's communication term. The contract is in
-// chapters/10_5d_parallelism/planner_terms.hpp, the idea in the chapter's README ("Exercise 10.1").
+// Exercise 10.1: the planner's model of one layout (memory, TP, DP and the pipeline's point to
+// point). The contract is in chapters/10_5d_parallelism/planner_terms.hpp, the idea in the
+// chapter's README ("Exercise 10.1").
 #include "chapters/10_5d_parallelism/planner_terms.hpp"
 
-#include "common/calc/memory_model.hpp"
 #include "common/error.hpp"
 
 namespace usp::plan {
@@ -16,6 +16,21 @@ double tp_seconds(const PlanLayout& l, const Cluster& cluster) {
   (void)l;
   (void)cluster;
   throw NotImplemented("exercise 10.1: tp_seconds (TP's communication per step)");
+}
+
+double dp_seconds(const PlanLayout& l, const Cluster& cluster, const StepFit& fit, double compute_seconds) {
+  (void)l;
+  (void)cluster;
+  (void)fit;
+  (void)compute_seconds;
+  throw NotImplemented("exercise 10.1: dp_seconds (the DP collectives per step, what the backward hides)");
+}
+
+double pp_p2p_seconds(const PlanLayout& l, const Cluster& cluster, const StepFit& fit) {
+  (void)l;
+  (void)cluster;
+  (void)fit;
+  throw NotImplemented("exercise 10.1: pp_p2p_seconds (the pipeline's point to point per step)");
 }
 
 }  // namespace usp::plan

@@ -4,7 +4,8 @@
 // FMAs: 9 shared-memory loads per 8 FMAs, where rung 03 needed 2 per FMA.
 //
 // The thread's work is exercise 11.2's body with another tile shape, smem_tiling_thread<Rung04Tile>
-// (chapters/11_gpu_primer/smem_tiling.hpp): rung 03 with thread coarsening is the same algorithm.
+// (chapters/11_gpu_primer/smem_tiling.hpp): rung 03 with thread coarsening is the same algorithm,
+// with the same kernel and launch (smem_tiling_launch.cuh).
 // Compiled into chapter 11's library, once per variant, like rungs 02 and 03.
 //
 // Block: 512 threads for a BM×BN = 64×64 tile of C; the K dimension is walked BK = 8 at a time.
@@ -14,40 +15,18 @@
 // C[row0 + ty·8 + i][col0 + tx] for i = 0..7: per step k it reads one value of Bs (kept in a
 // register) and 8 of As (the same 8 for the whole warp: a broadcast), for 8 FMAs.
 // The 8 accumulators live in registers.
-#include <cuda_runtime.h>
-
-#include "chapters/11_gpu_primer/cpu_checks.hpp"
-#include "chapters/11_gpu_primer/smem_tiling.hpp"
-#include "common/cuda/cuda_check.hpp"
-#include "common/cuda/streams.hpp"
-#include "kernels/matmul/epilogue.hpp"
 #include "kernels/matmul/rungs.hpp"
+#include "kernels/matmul/smem_tiling_launch.cuh"
 
 namespace usp::matmul {
-namespace {
 
-using Tile = ch11::Rung04Tile;
-static_assert(Tile::kThreads == Tile::BM * Tile::BK && Tile::kThreads == Tile::BK * Tile::BN,
+static_assert(ch11::Rung04Tile::kThreads == ch11::Rung04Tile::BM * ch11::Rung04Tile::BK &&
+                  ch11::Rung04Tile::kThreads == ch11::Rung04Tile::BK * ch11::Rung04Tile::BN,
               "each thread loads one element of As and of Bs");
-
-__global__ void __launch_bounds__(Tile::kThreads) blocktiling_1d_kernel(GemmF32 g) {
-  __shared__ float As[Tile::BM * Tile::BK];
-  __shared__ float Bs[Tile::BK * Tile::BN];
-  mma::DeviceLane lane;
-  ch11::smem_tiling_thread<Tile>(lane, g, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
-                                 static_cast<int>(threadIdx.x), As, Bs);
-}
-
-}  // namespace
 
 // Preconditions: those of check_gemm (gemm.hpp); nothing else (edges are guarded).
 void matmul_04_blocktiling_1d(const GemmF32& g) {
-  check_gemm(g, "matmul_04_blocktiling_1d", Tile::BM);
-  static const bool body_checked = (ch11::check_smem_tiling_on_cpu(), true);  // once; a throw retries next call
-  (void)body_checked;
-  const dim3 grid(ceil_div(g.N, Tile::BN), ceil_div(g.M, Tile::BM));
-  blocktiling_1d_kernel<<<grid, Tile::kThreads, 0, cuda::compute_stream()>>>(g);
-  USP_CUDA_CHECK(cudaGetLastError());
+  launch_smem_tiling<ch11::Rung04Tile>(g, "matmul_04_blocktiling_1d");
 }
 
 }  // namespace usp::matmul

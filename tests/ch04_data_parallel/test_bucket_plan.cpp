@@ -137,6 +137,53 @@ TEST_CASE("exercise 04.1: the rule holds on the model's own layouts", "[ch04]") 
   }
 }
 
+TEST_CASE("exercise 04.1: a layout it cannot plan is refused, with the contract's message", "[ch04]") {
+  const auto infos = layout_of({10, 3, 50, 7});  // offsets 0, 10, 13, 63; end 70
+  const std::string back_to_back = ": the layout must be back to back from element 0";
+  // The cap first, whatever the layout.
+  CHECK_THROWS_WITH(bucket_plan(infos, 0, DType::f32), "bucket_plan: the cap must be positive, got 0 bytes");
+  CHECK_THROWS_WITH(bucket_plan({}, -5, DType::f32), "bucket_plan: the cap must be positive, got -5 bytes");
+  CHECK_THROWS_WITH(bucket_plan({}, 64, DType::f32), "bucket_plan: no parameters");
+  // A parameter without elements would make an empty view (or a bucket of 0 bytes).
+  auto empty = layout_of({10, 3, 0, 7});
+  CHECK_THROWS_WITH(bucket_plan(empty, 64, DType::f32), "bucket_plan: parameter 2 (p2) has 0 elements");
+  auto negative = infos;
+  negative[3].numel = -7;
+  CHECK_THROWS_WITH(bucket_plan(negative, 64, DType::f32), "bucket_plan: parameter 3 (p3) has -7 elements");
+  // A gap (parameter 2 one element late): a bucket's range would hold an element of no parameter.
+  auto gap = infos;
+  gap[2].offset = 14;
+  gap[3].offset = 64;
+  CHECK_THROWS_WITH(bucket_plan(gap, 64, DType::f32),
+                    "bucket_plan: parameter 2 (p2) starts at element 14, not 13" + back_to_back);
+  // An overlap, and the same view listed twice: two parameters' gradients in one element.
+  auto overlap = infos;
+  overlap[1].offset = 5;
+  CHECK_THROWS_WITH(bucket_plan(overlap, 64, DType::f32),
+                    "bucket_plan: parameter 1 (p1) starts at element 5, not 10" + back_to_back);
+  auto twice = infos;
+  twice.insert(twice.begin() + 2, infos[1]);
+  CHECK_THROWS_WITH(bucket_plan(twice, 64, DType::f32),
+                    "bucket_plan: parameter 2 (p1) starts at element 10, not 13" + back_to_back);
+  // The first parameter must start the buffer: every offset moved by 4 is refused at parameter 0.
+  auto shifted = infos;
+  for (ParamInfo& p : shifted) p.offset += 4;
+  CHECK_THROWS_WITH(bucket_plan(shifted, 64, DType::f32),
+                    "bucket_plan: parameter 0 (p0) starts at element 4, not 0" + back_to_back);
+  // The first error in index order: parameter 1's overlap before parameter 3's missing elements.
+  auto both = overlap;
+  both[3].numel = 0;
+  CHECK_THROWS_WITH(bucket_plan(both, 64, DType::f32),
+                    "bucket_plan: parameter 1 (p1) starts at element 5, not 10" + back_to_back);
+  // A single parameter larger than the cap is a bucket of its own, and the layout's end is the
+  // last bucket's end.
+  const BucketPlan big = bucket_plan(layout_of({1000}), 64, DType::f32);
+  REQUIRE(big.buckets.size() == 1);
+  CHECK(big.buckets[0].params == std::vector<int>{0});
+  CHECK(big.buckets[0].end == 1000);
+  CHECK(big.buckets[0].bytes == 4000);
+}
+
 TEST_CASE("comm overlap: the hidden part of each comm span, from a hand-made timeline", "[ch04]") {
   auto span = [](const char* name, const char* stream, double a, double b) { return Span{name, stream, a, b}; };
   const std::vector<Span> spans = {

@@ -22,6 +22,7 @@
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/filled_tensor.hpp"
+#include "tests/support/single_rank_validation.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/small_training.hpp"
 #include "tests/support/gpu_ranks.hpp"
@@ -576,6 +577,47 @@ TEST_CASE("each rank keeps exactly the ZeRO formula's bytes, and sends the playb
           CHECK(2 * sent[3] == 3 * sent[0]);
         }
       }
+    }
+  }
+}
+
+// ---- --eval-every: the held-out loss (stage_run.hpp's validation hook) ---------------------------
+
+TEST_CASE("--eval-every: every stage's held-out loss is the single-rank one of its parameters, off its books",
+          "[ch05][mpi]") {
+  auto& dp = world();
+  auto metrics = dp.split(0, dp.rank());
+  const int n = dp.size();
+  for (const TrainingConfig& cfg : {tiny(), odd_tied()}) {
+    const auto data = make_dataset("synthetic", cfg.seed);
+    const std::int64_t batches = 3;  // not a multiple of N_d = 2 or 4: the last rank evaluates fewer
+    const Run base = baseline(cfg, *data, n);
+    const double base_val = single_rank_validation(cfg, base.params, *data, batches);
+    for (const ZeroOptions& o : all_stages()) {
+      INFO(cfg.model.name << ", N_d = " << n << ", rank " << dp.rank() << ", " << stage_label(o));
+      const std::int64_t tokens = n * cfg.tokens_per_micro_batch();
+      VariantRunner plain(*metrics, {.config = cfg, .tokens_per_step = tokens, .progress = {.quiet = true}});
+      const StageResult without = run_stage(plain, dp, *metrics, cfg, *data, 1, o);
+      VariantRunner evaluating(*metrics, {.config = cfg, .tokens_per_step = tokens,
+                                          .progress = {.eval_every = 2, .eval_batches = batches, .quiet = true}});
+      const StageResult with = run_stage(evaluating, dp, *metrics, cfg, *data, 1, o, "", batches);
+      // After step 1 (every 2nd) and after the last (2 of 3 steps).
+      REQUIRE(with.val_steps == std::vector<std::int64_t>{1, 2});
+      REQUIRE(with.val_losses.size() == 2);
+      CHECK(without.val_steps.empty());
+      // The last evaluation is of the final parameters: the ranks' batches summed in batch order
+      // give the single-rank evaluation's bits (validation_loss.hpp).
+      CHECK(with.val_losses.back() == single_rank_validation(cfg, with.parameters, *data, batches));
+      // ... and follows the single-rank baseline's parameters like the training losses do
+      // (measured ≤ 1e-8 off, bounded by 1e-6 relative: the test above).
+      CHECK(std::fabs(with.val_losses.back() - base_val) <= 1e-6 * base_val);
+      CHECK(with.val_losses.front() != with.val_losses.back());  // evaluated after different steps
+      // The evaluations change nothing the stage measures: the same losses (bits), the bytes this
+      // rank sent on dp, its resident state and its peaks.
+      CHECK(with.losses == without.losses);
+      CHECK(with.comm.total_sent() == without.comm.total_sent());
+      CHECK(with.resident.bytes == without.resident.bytes);
+      CHECK(with.peak.bytes == without.peak.bytes);
     }
   }
 }

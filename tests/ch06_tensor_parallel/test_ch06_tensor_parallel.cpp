@@ -14,6 +14,7 @@
 
 #include "chapters/06_tensor_parallel/parallel_linear.hpp"
 #include "chapters/06_tensor_parallel/tp_gather.hpp"
+#include "chapters/06_tensor_parallel/tp_run.hpp"
 #include "chapters/06_tensor_parallel/tp_trainer.hpp"
 #include "chapters/06_tensor_parallel/vocab_parallel_loss.hpp"
 #include "chapters/06_tensor_parallel/vocab_parallel_loss_cuda.hpp"
@@ -27,6 +28,7 @@
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/gpu_ranks.hpp"
+#include "tests/support/single_rank_validation.hpp"
 #include "tests/ch06_tensor_parallel/tp_fixtures.hpp"
 #include "tests/support/test_world.hpp"
 
@@ -269,6 +271,44 @@ TEST_CASE("TP, TP+SP and DP × TP train like the single-rank baseline", "[ch06][
       check_losses_near_baseline(got.losses, base.losses);
       check_params_near_baseline(got.params, base.params, cfg.adamw.lr, w.rank());
     }
+  }
+}
+
+// ---- --eval-every: the held-out loss in the layout (tp_run.hpp's validation hook) ----------------
+
+TEST_CASE("--eval-every: each layout's held-out loss is the single-rank one of its parameters, off its books",
+          "[ch06][mpi]") {
+  Communicator& w = world();
+  auto metrics = w.split(0, w.rank());
+  const TrainingConfig cfg = tp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const std::int64_t batches = 3;  // not a multiple of dp = 2: one replica evaluates fewer
+  for (const TpLayout& layout : layouts_for(w.size())) {
+    INFO(layout.label() << ", rank " << w.rank());
+    const Variant variant{layout, 1, ""};
+    const std::int64_t tokens = layout.dp * cfg.tokens_per_micro_batch();
+    VariantRunner plain(*metrics, {.config = cfg, .tokens_per_step = tokens, .progress = {.quiet = true}});
+    const VariantResult without = run_variant(plain, w, cfg, *data, variant);
+    VariantRunner evaluating(*metrics, {.config = cfg, .tokens_per_step = tokens,
+                                        .progress = {.eval_every = 2, .eval_batches = batches, .quiet = true}});
+    const VariantResult with = run_variant(evaluating, w, cfg, *data, variant, {}, batches);
+    REQUIRE(with.val_steps == std::vector<std::int64_t>{1, 2});  // every 2nd step, and the last of 3
+    REQUIRE(with.val_losses.size() == 2);
+    CHECK(without.val_steps.empty());
+    // The last evaluation is of the final parameters, through the split model: the row blocks'
+    // t partial sums and the vocabulary-parallel loss reassociate fp32 sums, as in the first
+    // training loss (the test above: bounded by 1e-6 relative).
+    const double single = testing::single_rank_validation(cfg, with.parameters, *data, batches);
+    CHECK(std::fabs(with.val_losses.back() - single) <= 1e-6 * single);
+    CHECK(with.val_losses.front() != with.val_losses.back());
+    // The evaluations change nothing the layout measures: the same losses (bits), the bytes this
+    // rank sent on its tp and dp groups, its resident state and its peaks.
+    CHECK(with.losses == without.losses);
+    CHECK(with.tp_comm.total_sent() == without.tp_comm.total_sent());
+    CHECK(with.tp_comm.calls == without.tp_comm.calls);
+    CHECK(with.dp_comm.total_sent() == without.dp_comm.total_sent());
+    CHECK(with.memory.resident.bytes == without.memory.resident.bytes);
+    CHECK(with.memory.peak.bytes == without.memory.peak.bytes);
   }
 }
 

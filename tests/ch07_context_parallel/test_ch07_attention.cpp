@@ -145,6 +145,67 @@ TEST_CASE("the layout (exercise 07.2): every token on one rank, the ring's block
     }
 }
 
+TEST_CASE("the layout (exercise 07.2): a position's rank and row, the inverse of rank_positions", "[ch07]") {
+  // Worked by hand. Zig-zag, W = 2, T = 8: chunks of 2, rank 0 holds chunks 0 and 3 (positions
+  // 0 1 6 7), rank 1 chunks 1 and 2 (2 3 4 5).
+  CHECK(token_place(CpSharding::zigzag, 8, 2, 0) == TokenPlace{0, 0});
+  CHECK(token_place(CpSharding::zigzag, 8, 2, 6) == TokenPlace{0, 2});
+  CHECK(token_place(CpSharding::zigzag, 8, 2, 7) == TokenPlace{0, 3});
+  CHECK(token_place(CpSharding::zigzag, 8, 2, 3) == TokenPlace{1, 1});
+  CHECK(token_place(CpSharding::zigzag, 8, 2, 4) == TokenPlace{1, 2});
+  // Contiguous, W = 4, T = 12: chunks of 3.
+  CHECK(token_place(CpSharding::contiguous, 12, 4, 7) == TokenPlace{2, 1});
+  CHECK(token_place(CpSharding::contiguous, 12, 4, 11) == TokenPlace{3, 2});
+  // Zig-zag, W = 3, T = 18: chunks of 3; position 16 is in chunk 5 = rank 0's late chunk, row 3 + 1.
+  CHECK(token_place(CpSharding::zigzag, 18, 3, 16) == TokenPlace{0, 4});
+  CHECK(token_place(CpSharding::zigzag, 18, 3, 9) == TokenPlace{2, 3});
+  // Both directions agree everywhere, for odd and even world sizes and chunks of 1 and 3 tokens.
+  for (CpSharding s : {CpSharding::contiguous, CpSharding::zigzag})
+    for (int W : {1, 2, 3, 4, 5, 8})
+      for (std::int64_t len : {1, 3}) {
+        const std::int64_t seq = len * chunk_count(s, W);
+        for (int r = 0; r < W; ++r) {
+          const std::vector<std::int32_t> pos = rank_positions(s, seq, W, r);
+          for (std::size_t i = 0; i < pos.size(); ++i) {
+            INFO(sharding_name(s) << ", W = " << W << ", seq " << seq << ": rank " << r << " row " << i
+                                  << " holds position " << pos[i]);
+            CHECK(token_place(s, seq, W, pos[i]) == TokenPlace{r, static_cast<std::int64_t>(i)});
+          }
+        }
+      }
+}
+
+TEST_CASE("the layout (exercise 07.2): what it cannot lay out is refused, with the contract's message", "[ch07]") {
+  const auto zz = CpSharding::zigzag, ct = CpSharding::contiguous;
+  CHECK_THROWS_WITH(rank_chunks(zz, 0, 0), "cp layout: world 0 must be at least 1");
+  CHECK_THROWS_WITH(rank_positions(ct, 8, -1, 0), "cp layout: world -1 must be at least 1");
+  CHECK_THROWS_WITH(token_place(zz, 8, 0, 0), "cp layout: world 0 must be at least 1");
+  CHECK_THROWS_WITH(ring_step_blocks(zz, 0, 0, 0), "cp layout: world 0 must be at least 1");
+  CHECK_THROWS_WITH(rank_chunks(zz, 4, 4), "cp layout: rank 4 is not one of the 4 ranks");
+  CHECK_THROWS_WITH(rank_chunks(ct, 4, -1), "cp layout: rank -1 is not one of the 4 ranks");
+  CHECK_THROWS_WITH(rank_positions(zz, 16, 2, 2), "cp layout: rank 2 is not one of the 2 ranks");
+  CHECK_THROWS_WITH(ring_step_blocks(zz, 2, 2, 0), "cp layout: rank 2 is not one of the 2 ranks");
+  CHECK_THROWS_WITH(ring_step_blocks(zz, 2, 1, 2), "cp layout: step 2 is not one of the 2 ring steps");
+  CHECK_THROWS_WITH(ring_step_blocks(ct, 3, 0, -1), "cp layout: step -1 is not one of the 3 ring steps");
+  // The rank before the step: both wrong names the rank.
+  CHECK_THROWS_WITH(ring_step_blocks(ct, 3, 5, 7), "cp layout: rank 5 is not one of the 3 ranks");
+  CHECK_THROWS_WITH(rank_positions(zz, 0, 2, 0), "cp layout: seq 0 must be at least 1");
+  CHECK_THROWS_WITH(token_place(ct, -4, 2, 0), "cp layout: seq -4 must be at least 1");
+  // Zig-zag needs 2W chunks: 36 tokens over 4 ranks are 9 per rank but not 8 equal chunks.
+  CHECK_THROWS_WITH(rank_positions(zz, 36, 4, 1),
+                    "cp layout: seq 36 is not divisible by the 8 chunks of the zig-zag layout over 4 ranks");
+  CHECK_THROWS_WITH(token_place(zz, 6, 2, 0),
+                    "cp layout: seq 6 is not divisible by the 4 chunks of the zig-zag layout over 2 ranks");
+  CHECK_THROWS_WITH(rank_positions(ct, 30, 4, 0),
+                    "cp layout: seq 30 is not divisible by the 4 chunks of the contiguous layout over 4 ranks");
+  CHECK_NOTHROW(rank_positions(ct, 36, 4, 3));  // contiguous: W chunks are enough
+  CHECK_THROWS_WITH(token_place(zz, 8, 2, 8), "cp layout: position 8 is outside the sequence of 8 tokens");
+  CHECK_THROWS_WITH(token_place(ct, 8, 2, -1), "cp layout: position -1 is outside the sequence of 8 tokens");
+  // The seq before the position.
+  CHECK_THROWS_WITH(token_place(zz, 6, 2, 9),
+                    "cp layout: seq 6 is not divisible by the 4 chunks of the zig-zag layout over 2 ranks");
+}
+
 // ---- exercise 07.1: the merge -------------------------------------------------------------------
 
 TEST_CASE("the merge (exercise 07.1): two key blocks merged = attention over both, and its gradient", "[ch07]") {

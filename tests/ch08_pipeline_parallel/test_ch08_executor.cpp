@@ -4,7 +4,9 @@
 // and dp 2 × pp 2 on 4 ranks, trains like the single-rank baseline: the same losses, first
 // gradient and parameters after 3 AdamW steps. The activations in flight the executor counts
 // equal the simulator's (the same lists), ≤ p for 1F1B and m for AFAB, and the tracker's peak
-// follows them; the bytes each rank sends equal the schedule's messages. [mpi]: 2 and 4 ranks.
+// follows them; the bytes each rank sends equal the schedule's messages. Under the B / W split
+// the model's grad_ready still reports each gradient when it is final (a linear weight's from W).
+// [mpi]: 2 and 4 ranks.
 // [gpu]: every schedule with the stages on a GPU per rank, over the device communicator (NCCL, or
 // host staging when ranks share a GPU), against the CPU baseline.
 #include <algorithm>
@@ -15,6 +17,8 @@
 
 #include "chapters/08_pipeline_parallel/pp_trainer.hpp"
 #include "chapters/08_pipeline_parallel/schedule_simulator.hpp"
+#include "chapters/08_pipeline_parallel/weight_grad_queue.hpp"
+#include "common/data/dataset.hpp"
 #include "common/device.hpp"
 #include "tests/support/baseline_bounds.hpp"
 #include "tests/support/baseline_run.hpp"
@@ -72,6 +76,46 @@ std::vector<float> held(StageParams& params, bool grads) {
 }
 
 }  // namespace
+
+TEST_CASE("under the B / W split grad_ready reports each gradient when it is final", "[ch08]") {
+  // One micro-batch through the whole model: B with the weight products queued, then W. Every
+  // report's gradient, read at the report, must be the one the optimizer gets after W (a linear
+  // weight reported during B would still be zero), and each parameter is reported once.
+  const TrainingConfig cfg = pp_training();
+  const auto data = make_dataset("synthetic", cfg.seed);
+  const Batch b = data->batch(0, 0, cfg.mbs, cfg.seq);
+  ParamStore store(cfg.model);
+  store.init(cfg.seed);
+  WeightGradQueue queue;
+  ModelOptions options;
+  options.linears = &queue;
+  Model model(store, options);
+  std::vector<std::vector<float>> at_report(store.infos().size());
+  std::vector<int> reports(store.infos().size(), 0);
+  int during_w = 0;
+  bool in_w = false;
+  ModelHooks hooks;
+  hooks.grad_ready = [&](int i) {
+    ++reports[static_cast<std::size_t>(i)];
+    at_report[static_cast<std::size_t>(i)] = store.grad(i).to_floats();
+    during_w += in_w ? 1 : 0;
+  };
+  model.set_hooks(hooks);
+  store.zero_grad();
+  (void)model.forward(b.inputs, b.targets);
+  queue.begin({0, 0});
+  model.backward(1.0f);
+  queue.end();
+  in_w = true;
+  queue.run({0, 0});
+  // Per layer: q, k, v, o, gate, up, down; and the head's lm_head.
+  CHECK(during_w == 7 * static_cast<int>(cfg.model.layers) + 1);
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    INFO("parameter " << store.infos()[i].name);
+    CHECK(reports[i] == 1);
+    CHECK(at_report[i] == store.grad(static_cast<int>(i)).to_floats());
+  }
+}
 
 TEST_CASE("every schedule trains like the single-rank baseline", "[ch08][mpi]") {
   Communicator& w = world();

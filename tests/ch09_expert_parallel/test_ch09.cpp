@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"
+#include "chapters/09_expert_parallel/ep_run.hpp"
 #include "chapters/09_expert_parallel/ep_trainer.hpp"
 #include "common/device.hpp"
 #include "common/rng.hpp"
@@ -22,6 +23,7 @@
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/gpu_ranks.hpp"
+#include "tests/support/single_rank_validation.hpp"
 #include "tests/support/small_model.hpp"
 #include "tests/support/small_training.hpp"
 #include "tests/support/test_world.hpp"
@@ -272,6 +274,52 @@ TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters
       check_params_near_baseline(params, as_held(base.params, cfg.model, trainer.params()), cfg.adamw.lr, w.rank());
     }
   }
+}
+
+TEST_CASE("--eval-every: each EP layout's held-out loss follows the single-rank one, off its books", "[ch09][mpi]") {
+  Communicator& w = world();
+  const int W = w.size();
+  auto metrics = w.split(0, w.rank());
+  std::vector<EpLayout> layouts = {{W, W}, {W, 1}};
+  if (W == 4) layouts.push_back({4, 2});
+  const std::int64_t batches = 2 * W;  // a multiple of the ranks (check_ep_eval_batches)
+  for (double cf : {0.0, 1.0}) {
+    const TrainingConfig cfg = ep_training(cf);
+    const auto data = make_dataset("synthetic", cfg.seed);
+    for (const EpLayout& layout : layouts) {
+      INFO(layout.label() << (cf > 0 ? ", capacity factor 1" : ", dropless") << ", rank " << w.rank());
+      const testing::Run base = testing::baseline(cfg, *data, layout.dp);
+      const double base_val = testing::single_rank_validation(cfg, base.params, *data, batches);
+      const EpVariant variant{layout, true, 1};
+      const std::int64_t tokens = W * cfg.tokens_per_micro_batch();
+      VariantRunner plain(*metrics, {.config = cfg, .tokens_per_step = tokens, .progress = {.quiet = true}});
+      const EpResult without = run_ep_variant(plain, w, *metrics, cfg, *data, variant);
+      VariantRunner evaluating(*metrics, {.config = cfg, .tokens_per_step = tokens,
+                                          .progress = {.eval_every = 2, .eval_batches = batches, .quiet = true}});
+      const EpResult with = run_ep_variant(evaluating, w, *metrics, cfg, *data, variant, "", batches);
+      REQUIRE(with.val_steps == std::vector<std::int64_t>{1, 2});  // every 2nd step, and the last of 3
+      REQUIRE(with.val_losses.size() == 2);
+      CHECK(without.val_steps.empty());
+      // Each held-out batch through the same rows at the same experts as on one device (the
+      // routing test above), from parameters that follow the baseline's: like the training losses,
+      // bounded by 1e-6 relative. A token's rows at the wrong expert, or a batch evaluated twice or
+      // not at all, is an O(1e-2) change.
+      CHECK(std::fabs(with.val_losses.back() - base_val) <= 1e-6 * base_val);
+      CHECK(with.val_losses.front() != with.val_losses.back());
+      // The evaluations change nothing the variant measures: the losses (bits), the routing, the
+      // all-to-all bytes per step and every rank's peak.
+      CHECK(with.losses == without.losses);
+      CHECK(with.kept == without.kept);
+      CHECK(with.a2a_bytes == without.a2a_bytes);
+      CHECK(with.peak_total == without.peak_total);
+    }
+  }
+}
+
+TEST_CASE("--eval-batches must be a multiple of the ranks for EP (one clear message)", "[ch09]") {
+  CHECK_NOTHROW(check_ep_eval_batches(8, 4));
+  CHECK_THROWS_WITH(check_ep_eval_batches(3, 2),
+                    Catch::Contains("--eval-batches 3 is not a multiple of the 2 ranks"));
 }
 
 TEST_CASE("EP training on a device (GPUs, else the emulated cpu:1) follows the CPU's single-rank MoE",

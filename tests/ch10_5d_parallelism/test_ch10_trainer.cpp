@@ -3,7 +3,9 @@
 // losses, first gradient and parameters after 3 AdamW steps, element by element through each
 // rank's shard. Each rank holds exactly the parameter, gradient and optimizer bytes the
 // calculator predicts for its pipeline stage (calc::memory_per_rank with setup.stage). Bad
-// layouts are refused with one message on every rank. [mpi]: 4 and 8 ranks. [gpu]: every layout
+// layouts are refused with one message on every rank. Without ZeRO the replicas' gradients go
+// through chapter 04's buckets (exercises 04.1, 04.2), launched inside the pipeline's backward.
+// [mpi]: 4 and 8 ranks. [gpu]: every layout
 // on a GPU per rank, over the device communicator, against the CPU baseline.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -16,6 +18,7 @@
 #include "common/calc/memory_model.hpp"
 #include "common/device.hpp"
 #include "common/memory_tracker.hpp"
+#include "common/trace.hpp"
 #include "tests/support/baseline_bounds.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
@@ -165,6 +168,59 @@ TEST_CASE("the 5D layouts on a device (GPUs, else the emulated cpu:1) train like
     // The weights within lr/30 as above.
     CHECK(elementwise_mismatch(held(trainer.params(), false), held_of(base.params, trainer.params(), cfg.model),
                                Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+  }
+}
+
+TEST_CASE("without ZeRO the replicas average through chapter 04's buckets, launched during backward",
+          "[ch10][mpi]") {
+  // dp·pp2: each rank's stage holds 3 of the 6 units. 1F1B runs whole backward passes (BW): every
+  // bucket is launched by the gradient-ready hook inside the chunk's last BW. ZB-H1 computes the
+  // linear weights' gradients in W, which reports them (ModelHooks::grad_ready): a bucket holding
+  // one launches inside a W op, one of norms or the embedding inside a B; none waits for the
+  // step's end.
+  Communicator& w = world();
+  if (w.size() < 4) return;
+  const TrainingConfig cfg = training(false);
+  const auto data = make_dataset("synthetic", cfg.seed);
+  Tracer& tracer = Tracer::instance();
+  for (const ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::zb_h1}) {
+    const Layout5d l = make(w.size() / 2, 1, 2, 1, 1, 0, kind, 2);
+    INFO(l.label() << " " << ch08::schedule_kind_name(kind) << ", rank " << w.rank());
+    Trainer5d trainer(w, cfg, l);
+    const StageGradSync* sync = trainer.optimizer().gradient_sync();
+    REQUIRE(sync != nullptr);
+    CHECK(sync->collectives_per_step() >= 3);  // at least one bucket per held unit
+    const std::uint64_t before = trainer.mesh().dp_cp().stats().count(CommOp::all_reduce);
+    tracer.clear();
+    tracer.enable(true);
+    (void)trainer.step(rank_micro_batches(*data, 0, trainer.mesh().coord(MeshDim::dp), l.m, cfg.mbs, cfg.seq));
+    tracer.enable(false);
+    const std::vector<Span> spans = tracer.spans();
+    tracer.clear();
+    // Exactly one all-reduce per bucket over the replicas: nothing else averages the gradients.
+    CHECK(static_cast<std::int64_t>(trainer.mesh().dp_cp().stats().count(CommOp::all_reduce) - before) ==
+          sync->collectives_per_step());
+    const auto backward = busy_intervals(spans, "B");  // B(j) and BW(j) ops
+    const auto weights = busy_intervals(spans, "W");   // W(j) ops (zero-bubble)
+    double last_op_end = 0;
+    for (const Span& s : spans)
+      if (s.stream == "compute") last_op_end = std::max(last_op_end, s.end_us);
+    int launches = 0, inside = 0, in_w = 0, after = 0;
+    for (const Span& s : spans) {
+      if (s.stream != "launch") continue;
+      ++launches;
+      if (covered_us(backward, s.start_us - 1e-3, s.start_us + 1e-3) > 0) ++inside;
+      if (covered_us(weights, s.start_us - 1e-3, s.start_us + 1e-3) > 0) ++in_w;
+      if (s.start_us >= last_op_end) ++after;
+    }
+    CHECK(launches == sync->collectives_per_step());
+    CHECK(after == 0);
+    if (kind == ScheduleKind::one_f_one_b) {
+      CHECK(inside == launches);
+    } else {
+      CHECK(in_w > 0);
+      CHECK(inside + in_w == launches);
+    }
   }
 }
 

@@ -1,14 +1,14 @@
 // The planner (chapter 10): its step model against the playbook's data-parallel scaling series
 // of the 1.34B model (the calibration set: the fitted constants must reproduce it); exercise 10.1's
-// two terms against hand-worked numbers (the memory filter over the pipeline stages, TP's
-// all-reduces at the level of the hierarchy they span); every layout it proposes fits, the search
+// four terms against hand-worked numbers (the memory filter over the pipeline stages, TP's
+// all-reduces at the level of the hierarchy they span, DP's collectives per ZeRO stage with their
+// latency and overlap, the pipeline's point to point); every layout it proposes fits, the search
 // over the playbook's campaign (4 models × 7 node counts) finds a layout for each where one fits;
 // cluster files; bad input.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <string>
 
 #include "common/calc/memory_model.hpp"
 #include "common/error.hpp"
@@ -23,23 +23,14 @@ using namespace usp::plan;
 
 namespace {
 
-// A playbook model on sequences of 4096 tokens at dp × tp × pp, gas micro-batches of mbs per step.
-PlanLayout layout_of(const std::string& model, std::int64_t dp, std::int64_t tp, std::int64_t pp, std::int64_t gas,
-                     std::int64_t mbs = 1) {
+PlanLayout dp_layout(std::int64_t dp, std::int64_t mbs, std::int64_t gas) {
   PlanLayout l;
-  l.setup.model = ModelConfig::builtin(model);
+  l.setup.model = ModelConfig::builtin("playbook-1.34b");
   l.setup.seq = 4096;
   l.setup.mbs = mbs;
   l.setup.dp = dp;
-  l.setup.tp = tp;
-  l.setup.pp = pp;
   l.gas = gas;
   return l;
-}
-
-// The 1.34B model with data parallelism alone (the calibration series').
-PlanLayout dp_layout(std::int64_t dp, std::int64_t mbs, std::int64_t gas) {
-  return layout_of("playbook-1.34b", dp, /*tp=*/1, /*pp=*/1, gas, mbs);
 }
 
 }  // namespace
@@ -111,7 +102,12 @@ TEST_CASE("exercise 10.1 (b): TP's all-reduces per step at the bandwidth of the 
   // The 8.86B model (L = 32, h = 4096), s = 4096, mbs 1, tp 4 × pp 2, 16 micro-batches per step:
   // 4 all-reduces × 16 layers per stage × 16 micro-batches = 1024, each of 4096·4096·2 bytes
   // = 32 MiB moving 2·3/4 of that through each link, inside a node: 435.97 GB/s × 0.486 (kBandwidthEfficiency).
-  PlanLayout l = layout_of("playbook-8.86b", /*dp=*/1, /*tp=*/4, /*pp=*/2, /*gas=*/16);
+  PlanLayout l;
+  l.setup.model = ModelConfig::builtin("playbook-8.86b");
+  l.setup.seq = 4096;
+  l.setup.tp = 4;
+  l.setup.pp = 2;
+  l.gas = 16;
   const double one = 4096.0 * 4096.0 * 2.0 * 1.5;
   CHECK(tp_seconds(l, cl) == Approx(1024.0 * one / (435.97e9 * 0.486)).epsilon(1e-12));
   CHECK(step_time(l, cl).tp == tp_seconds(l, cl));
@@ -140,7 +136,12 @@ TEST_CASE("the pipeline bubble is chapter 08's simulator's; CP and ZeRO-3 add th
   CHECK(bubble_ratio(ScheduleKind::one_f_one_b, 4, 8) == 3.0 / 8);
   CHECK(bubble_ratio(ScheduleKind::zb_h1, 4, 8) == 3.0 / 24);
   const Cluster cl = Cluster::playbook();
-  PlanLayout l = layout_of("playbook-8.86b", /*dp=*/2, /*tp=*/1, /*pp=*/4, /*gas=*/8);
+  PlanLayout l;
+  l.setup.model = ModelConfig::builtin("playbook-8.86b");
+  l.setup.seq = 4096;
+  l.setup.pp = 4;
+  l.setup.dp = 2;
+  l.gas = 8;
   const StepTime one = step_time(l, cl);
   CHECK(one.pp_bubble == Approx(one.compute * 3.0 / 8).epsilon(1e-12));
   l.kind = ScheduleKind::zb_h1;
@@ -163,55 +164,134 @@ TEST_CASE("the pipeline bubble is chapter 08's simulator's; CP and ZeRO-3 add th
   CHECK(step_time(l, cl).dp > zero3);
 }
 
-TEST_CASE("the step model's own terms against hand-worked numbers (step_terms.hpp)", "[plan]") {
+TEST_CASE("exercise 10.1 (c): DP's collectives per ZeRO stage, their latency, what the backward hides", "[plan]") {
+  const Cluster cl = Cluster::playbook();
+  // The 1.34B model: N = 128256·2048 + 16·(4·2048² + 3·2048·8192 + 2·2048) + 2048 = 1,336,477,696
+  // parameters; the fit here: bandwidth efficiency 0.5, nothing hidden, no latency, unless changed.
+  const double N = 1336477696;
+  REQUIRE(ModelConfig::builtin("playbook-1.34b").num_parameters() == 1336477696);
+  StepFit fit;
+  fit.bandwidth_efficiency = 0.5;
+  fit.overlap = 0;
+  fit.latency = 0;
+  SECTION("ZeRO-0 over 256 ranks: one all-reduce of 2N bytes, 2·255/256 of it per link, over 32 nodes") {
+    PlanLayout l = dp_layout(256, 1, 1);
+    INFO("exercise 10.1 (c): dp 256, ZeRO-0: 2 · 2N · 255/256 bytes at 64.93 GB/s × 0.5");
+    CHECK(dp_seconds(l, cl, fit, 1.0) == Approx(2 * 2 * N * 255 / 256 / (64.93e9 * 0.5)).epsilon(1e-12));
+    l.setup.dp = 1;
+    CHECK(dp_seconds(l, cl, fit, 1.0) == 0.0);
+  }
+  SECTION("the DP group is dp·cp ranks, tp apart; a rank owns N/(tp·pp) parameters") {
+    // tp 2 × cp 2 × dp 4: n = 8 replicas 2 ranks apart span 16 GPUs = 2 nodes (361.75 GB/s).
+    PlanLayout l = dp_layout(4, 1, 1);
+    l.setup.tp = 2, l.setup.cp = 2, l.setup.pp = 2;
+    INFO("exercise 10.1 (c): dp 4 × cp 2 × tp 2 × pp 2: 8 replicas over 2 nodes, N/4 parameters each");
+    CHECK(dp_seconds(l, cl, fit, 1.0) == Approx(2 * 2 * (N / 4) * 7 / 8 / (361.75e9 * 0.5)).epsilon(1e-12));
+    l.setup.dp = 1;  // CP ranks alone hold the same weights too: 2 of them, inside a node
+    CHECK(dp_seconds(l, cl, fit, 1.0) == Approx(2 * 2 * (N / 4) * 1 / 2 / (435.97e9 * 0.5)).epsilon(1e-12));
+  }
+  SECTION("ZeRO-2 reduce-scatters every micro-batch and gathers once; ZeRO-3 also gathers twice per micro-batch") {
+    // dp 8 in a node, 4 micro-batches: each collective moves 2N · 7/8 bytes per link.
+    PlanLayout l = dp_layout(8, 1, 4);
+    const double share = 2 * N * 7 / 8;
+    l.setup.zero = 1;
+    CHECK(dp_seconds(l, cl, fit, 1.0) == Approx(2 * share / (435.97e9 * 0.5)).epsilon(1e-12));
+    l.setup.zero = 2;
+    INFO("exercise 10.1 (c): ZeRO-2, 4 micro-batches: 4 reduce-scatters (249.73 GB/s) and 1 all-gather (249.85 GB/s)");
+    CHECK(dp_seconds(l, cl, fit, 1.0) ==
+          Approx(4 * share / (249.73e9 * 0.5) + share / (249.85e9 * 0.5)).epsilon(1e-12));
+    l.setup.zero = 3;
+    CHECK(dp_seconds(l, cl, fit, 1.0) ==
+          Approx(4 * (share / (249.73e9 * 0.5) + 2 * share / (249.85e9 * 0.5))).epsilon(1e-12));
+  }
+  SECTION("latency: 2(n-1) ring steps per bucket for an all-reduce, n-1 per call otherwise, per layer under ZeRO-3") {
+    // 2N bf16 bytes = 101.97 buckets of 25 MiB: 102; under tp 2, N/2 parameters: 51.
+    StepFit slow = fit;
+    slow.latency = 5e-6;
+    PlanLayout l = dp_layout(256, 1, 1);
+    INFO("exercise 10.1 (c): α = 5 µs: ZeRO-0 dp 256 waits 102 buckets × 2·255 steps");
+    CHECK(dp_seconds(l, cl, slow, 1.0) - dp_seconds(l, cl, fit, 1.0) == Approx(102 * 2 * 255 * 5e-6).epsilon(1e-9));
+    l.setup.tp = 2;
+    CHECK(dp_seconds(l, cl, slow, 1.0) - dp_seconds(l, cl, fit, 1.0) == Approx(51 * 2 * 255 * 5e-6).epsilon(1e-9));
+    l.setup.tp = 1;
+    l.setup.zero = 2;  // a reduce-scatter per micro-batch and one all-gather: (gas + 1) · B · (n-1)
+    l.gas = 4, l.setup.dp = 64;
+    CHECK(dp_seconds(l, cl, slow, 1.0) - dp_seconds(l, cl, fit, 1.0) == Approx(5 * 102 * 63 * 5e-6).epsilon(1e-9));
+    l.setup.zero = 3;  // per micro-batch and layer: gather, gather, scatter
+    CHECK(dp_seconds(l, cl, slow, 1.0) - dp_seconds(l, cl, fit, 1.0) == Approx(4 * 3 * 16 * 63 * 5e-6).epsilon(1e-9));
+    l.setup.pp = 2;  // 8 layers per stage
+    CHECK(dp_seconds(l, cl, slow, 1.0) - dp_seconds(l, cl, fit, 1.0) == Approx(4 * 3 * 8 * 63 * 5e-6).epsilon(1e-9));
+  }
+  SECTION("overlap: the last micro-batch's backward hides ZeRO-0/1's all-reduce, every backward ZeRO-2/3's") {
+    // compute 0.03 s over 4 micro-batches: each backward is 2/3 of 7.5 ms = 5 ms; overlap 0.25.
+    PlanLayout l = dp_layout(8, 1, 4);
+    StepFit hiding = fit;
+    hiding.overlap = 0.25;
+    for (int zero : {0, 1, 2, 3}) {
+      l.setup.zero = zero;
+      const double hidden = 0.25 * 0.005 * (zero <= 1 ? 1 : 4);
+      INFO("exercise 10.1 (c): ZeRO-" << zero << ", 4 micro-batches of 5 ms backward, overlap 0.25: " << hidden
+                                      << " s hidden");
+      CHECK(dp_seconds(l, cl, hiding, 0.03) == Approx(dp_seconds(l, cl, fit, 0.03) - hidden).epsilon(1e-12));
+    }
+    // More backward than communication: nothing left, never less than nothing.
+    l.setup.zero = 1;
+    hiding.overlap = 1;
+    CHECK(dp_seconds(l, cl, hiding, 1e6) == 0.0);
+  }
+  SECTION("in the step: the DP term is dp_seconds over the step's compute") {
+    PlanLayout l = dp_layout(64, 1, 4);
+    const StepTime t = step_time(l, cl);
+    CHECK(t.dp == dp_seconds(l, cl, StepFit{}, t.compute));
+    CHECK(t.dp > 0);
+  }
+}
+
+TEST_CASE("exercise 10.1 (d): the pipeline's point to point, fill and drain included", "[plan]") {
   const Cluster cl = Cluster::playbook();
   StepFit fit;
   fit.latency = 5e-6;  // α: the shipped fit has 0 (kLatency), so the tests choose one
   fit.bandwidth_efficiency = 0.5;
-  SECTION("(1) DP latency: 25 MiB buckets, 2(n-1) ring steps per all-reduce, per layer under ZeRO-3") {
-    // The 1.34B model: N = 128256·2048 + 16·(4·2048² + 3·2048·8192 + 2·2048) + 2048 = 1,336,477,696
-    // parameters, 2N bf16 bytes = 101.97 buckets of 26,214,400 bytes: 102.
-    CHECK(ModelConfig::builtin("playbook-1.34b").num_parameters() == 1336477696);
+  // The 8.86B model, dp 2 × pp 4, 8 micro-batches of one 4096-token sequence: each message is
+  // 4096 × 4096 × 2 bytes; neighbouring stages are dp·tp·cp = 2 ranks apart, inside a node
+  // (all-gather bus bandwidth 249.85 GB/s × 0.5); 2·8 messages and the 2·3 of the fill and drain.
+  PlanLayout l;
+  l.setup.model = ModelConfig::builtin("playbook-8.86b");
+  l.setup.seq = 4096;
+  l.setup.pp = 4;
+  l.setup.dp = 2;
+  l.gas = 8;
+  const double one = 5e-6 + 4096.0 * 4096 * 2 / (249.85e9 * 0.5);
+  INFO("exercise 10.1 (d): dp 2 × pp 4, 8 micro-batches: (16 + 6) messages of 32 MiB in a node");
+  CHECK(pp_p2p_seconds(l, cl, fit) == Approx((16 + 6) * one).epsilon(1e-12));
+  CHECK(step_time(l, cl, fit).pp_p2p == pp_p2p_seconds(l, cl, fit));
+  // dp 8 puts neighbouring stages 8 ranks apart: another node, 2 nodes spanned (184.61 GB/s).
+  l.setup.dp = 8;
+  CHECK(pp_p2p_seconds(l, cl, fit) == Approx(22 * (5e-6 + 4096.0 * 4096 * 2 / (184.61e9 * 0.5))).epsilon(1e-12));
+  // dp 2 × tp 2 × cp 2: stages 8 ranks apart (2 nodes), and a CP rank sends its 2048 tokens only.
+  l.setup.dp = 2, l.setup.tp = 2, l.setup.cp = 2;
+  INFO("exercise 10.1 (d): dp 2 × tp 2 × cp 2 × pp 4: 22 messages of 2048 × 4096 × 2 bytes over 2 nodes");
+  CHECK(pp_p2p_seconds(l, cl, fit) == Approx(22 * (5e-6 + 2048.0 * 4096 * 2 / (184.61e9 * 0.5))).epsilon(1e-12));
+  l.setup.pp = 1;
+  CHECK(pp_p2p_seconds(l, cl, fit) == 0.0);
+}
+
+TEST_CASE("the step model's own terms against hand-worked numbers (step_terms.hpp)", "[plan]") {
+  const Cluster cl = Cluster::playbook();
+  SECTION("DP buckets: 25 MiB each, at least one") {
+    // 2N bf16 bytes of the 1.34B model = 101.97 buckets of 26,214,400 bytes: 102.
     CHECK(gradient_buckets(2.0 * 1336477696) == 102);
     CHECK(gradient_buckets(1.0) == 1);
-    PlanLayout l = dp_layout(256, 1, 1);
-    CHECK(dp_latency_seconds(l, fit) == Approx(102 * 2 * 255 * 5e-6).epsilon(1e-12));  // 0.26 s: a whole step
-    l.setup.zero = 2;  // a reduce-scatter per micro-batch, one all-gather: (gas + 1) · B · (n-1)
-    l.gas = 4, l.setup.dp = 64;
-    CHECK(dp_latency_seconds(l, fit) == Approx(5 * 102 * 63 * 5e-6).epsilon(1e-12));
-    l.setup.zero = 3;  // per micro-batch and layer: gather, gather, scatter
-    CHECK(dp_latency_seconds(l, fit) == Approx(4 * 3 * 16 * 63 * 5e-6).epsilon(1e-12));
-    l.setup.dp = 1;
-    CHECK(dp_latency_seconds(l, fit) == 0.0);
-    // In the step: the DP term grows by exactly that when nothing hides it (gas 1, no overlap).
-    PlanLayout big = dp_layout(256, 1, 1);
-    StepFit no_overlap = fit;
-    no_overlap.overlap = 0;
-    StepFit no_latency = no_overlap;
-    no_latency.latency = 0;
-    CHECK(step_time(big, cl, no_overlap).dp - step_time(big, cl, no_latency).dp ==
-          Approx(dp_latency_seconds(big, fit)).epsilon(1e-9));
   }
-  SECTION("(2) pipeline point to point: 2·gas messages and the 2(p-1) of the fill and drain") {
-    // The 8.86B model, dp 2 × pp 4, 8 micro-batches of one 4096-token sequence: each message is
-    // 4096 × 4096 × 2 bytes; neighbouring stages are dp·tp·cp = 2 ranks apart, inside a node
-    // (all-gather bus bandwidth 249.85 GB/s × 0.5).
-    PlanLayout l = layout_of("playbook-8.86b", /*dp=*/2, /*tp=*/1, /*pp=*/4, /*gas=*/8);
-    const double one = 5e-6 + 4096.0 * 4096 * 2 / (249.85e9 * 0.5);
-    CHECK(pp_p2p_seconds(l, cl, fit) == Approx((16 + 6) * one).epsilon(1e-12));
-    CHECK(step_time(l, cl, fit).pp_p2p == pp_p2p_seconds(l, cl, fit));
-    // dp 8 puts neighbouring stages 8 ranks apart: another node, 2 nodes spanned (184.61 GB/s).
-    l.setup.dp = 8;
-    CHECK(pp_p2p_seconds(l, cl, fit) == Approx(22 * (5e-6 + 4096.0 * 4096 * 2 / (184.61e9 * 0.5))).epsilon(1e-12));
-    l.setup.pp = 1;
-    CHECK(pp_p2p_seconds(l, cl, fit) == 0.0);
-  }
-  SECTION("(3) small GEMMs: the linear blocks' HBM traffic, larger per FLOP as TP shrinks them") {
+  SECTION("small GEMMs: the linear blocks' HBM traffic, larger per FLOP as TP shrinks them") {
     // The 8.86B model (h 4096, 32 heads and 32 kv heads of 128, f 14336) at tp 8, one 4096-token
     // sequence: QKV [4096, 4096] x [4096, 1536], O [4096, 512] x [512, 4096], gate+up
     // [4096, 4096] x [4096, 3584], down [4096, 1792] x [1792, 4096]; each GEMM moves
     // 2(mk + kn + mn) bytes, 3 passes, 32 layers, at 3.35 TB/s.
-    PlanLayout l = layout_of("playbook-8.86b", /*dp=*/1, /*tp=*/8, /*pp=*/1, /*gas=*/1);
+    PlanLayout l;
+    l.setup.model = ModelConfig::builtin("playbook-8.86b");
+    l.setup.seq = 4096;
+    l.setup.tp = 8;
     const double m = 4096;
     auto moved = [&](double k, double n) { return 2 * (m * k + k * n + m * n); };
     const double per_layer = moved(4096, 1536) + moved(512, 4096) + moved(4096, 3584) + moved(1792, 4096);

@@ -1,5 +1,7 @@
 // Chapter 14: mixed precision. Exercise 14.1 (one step of dynamic loss scaling) by hand: exact
-// unscaling, a skip on inf and on NaN, the scale halving and growing, any gradient dtype. The
+// unscaling, a skip on inf and on NaN, the scale backing off and growing by its factors within
+// [min_scale, max_scale], an overflow at min_scale an error, every bad configuration refused with
+// its text, any gradient dtype. The
 // formats from the core's codecs: their constants and an enumeration of every narrow bit pattern.
 // Training: bf16 and fp16 track fp32; fp16 without scaling loses gradients to underflow (zeros
 // and subnormals) where the scaled run loses none; a scale too large skips steps and halves
@@ -40,6 +42,13 @@ Tensor tensor_of(const std::vector<float>& v, DType dt) {
   return t;
 }
 Tensor f16_of(const std::vector<float>& v) { return tensor_of(v, DType::f16); }
+
+// Every field of two scaler states equal (bit for bit for the floats: NaN is no value they hold).
+bool same_state(const LossScaleState& a, const LossScaleState& b) {
+  return a.scale == b.scale && a.growth == b.growth && a.backoff == b.backoff &&
+         a.growth_interval == b.growth_interval && a.min_scale == b.min_scale && a.max_scale == b.max_scale &&
+         a.good_steps == b.good_steps && a.skipped_steps == b.skipped_steps;
+}
 
 // Exercise 14.1 on 1-D gradients that must make a good step (REQUIREd): the unscaled fp32 values.
 Tensor good_step(const Tensor& grads, LossScaleState& s) {
@@ -158,6 +167,110 @@ TEST_CASE("exercise 14.1: f32 and bf16 gradients work the same way", "[ch14]") {
     const std::vector<float> v = {8.0f, -4.0f, 0.5f};
     const Tensor out = good_step(tensor_of(v, dt), s);
     CHECK(out.to_floats() == std::vector<float>{1.0f, -0.5f, 0.0625f});
+  }
+}
+
+TEST_CASE("exercise 14.1: a bad configuration is refused with its exact text, before anything changes", "[ch14]") {
+  struct Bad {
+    const char* what;
+    void (*set)(LossScaleState&);
+    const char* message;
+  };
+  const Bad cases[] = {
+      {"scale 1000", [](LossScaleState& s) { s.scale = 1000.0f; }, "loss scaling: scale must be a power of two, got 1000"},
+      {"scale 0", [](LossScaleState& s) { s.scale = 0.0f; }, "loss scaling: scale must be a power of two, got 0"},
+      {"scale inf", [](LossScaleState& s) { s.scale = std::numeric_limits<float>::infinity(); },
+       "loss scaling: scale must be a power of two, got inf"},
+      {"scale -2", [](LossScaleState& s) { s.scale = -2.0f; }, "loss scaling: scale must be a power of two, got -2"},
+      {"min_scale 3", [](LossScaleState& s) { s.min_scale = 3.0f; }, "loss scaling: min_scale must be a power of two, got 3"},
+      {"max_scale 0", [](LossScaleState& s) { s.max_scale = 0.0f; }, "loss scaling: max_scale must be a power of two, got 0"},
+      {"scale below min_scale", [](LossScaleState& s) { s.scale = 2.0f, s.min_scale = 4.0f; },
+       "loss scaling: scale 2 is outside [min_scale 4, max_scale 4.29497e+09]"},
+      {"scale above max_scale", [](LossScaleState& s) { s.scale = 0x1p33f; },
+       "loss scaling: scale 8.58993e+09 is outside [min_scale 1, max_scale 4.29497e+09]"},
+      {"min_scale above max_scale", [](LossScaleState& s) { s.scale = 4.0f, s.min_scale = 8.0f, s.max_scale = 4.0f; },
+       "loss scaling: scale 4 is outside [min_scale 8, max_scale 4]"},
+      {"growth 1", [](LossScaleState& s) { s.growth = 1.0f; }, "loss scaling: growth must be a power of two above 1, got 1"},
+      {"growth 3", [](LossScaleState& s) { s.growth = 3.0f; }, "loss scaling: growth must be a power of two above 1, got 3"},
+      {"growth 0.5", [](LossScaleState& s) { s.growth = 0.5f; }, "loss scaling: growth must be a power of two above 1, got 0.5"},
+      {"backoff 1", [](LossScaleState& s) { s.backoff = 1.0f; }, "loss scaling: backoff must be a power of two below 1, got 1"},
+      {"backoff 0.75", [](LossScaleState& s) { s.backoff = 0.75f; },
+       "loss scaling: backoff must be a power of two below 1, got 0.75"},
+      {"backoff 2", [](LossScaleState& s) { s.backoff = 2.0f; }, "loss scaling: backoff must be a power of two below 1, got 2"},
+      {"growth_interval 0", [](LossScaleState& s) { s.growth_interval = 0; },
+       "loss scaling: growth_interval must be >= 1, got 0"},
+      {"good_steps = growth_interval", [](LossScaleState& s) { s.growth_interval = 5, s.good_steps = 5; },
+       "loss scaling: good_steps must be in [0, growth_interval), got 5"},
+      {"good_steps -1", [](LossScaleState& s) { s.good_steps = -1; },
+       "loss scaling: good_steps must be in [0, growth_interval), got -1"},
+      {"scale 1000 and backoff 0.75: the first rule first", [](LossScaleState& s) { s.scale = 1000.0f, s.backoff = 0.75f; },
+       "loss scaling: scale must be a power of two, got 1000"},
+  };
+  for (const Bad& bad : cases)
+    for (const float first : {0.25f, std::numeric_limits<float>::infinity()}) {  // a good step, an overflow
+      INFO("exercise 14.1: " << bad.what << " (first gradient " << first << "): expected UsageError \"" << bad.message
+                             << "\" with the state unchanged");
+      LossScaleState s;
+      bad.set(s);
+      const LossScaleState before = s;
+      Tensor out = Tensor::empty({3});
+      CHECK_THROWS_MATCHES(unscale_and_update(f16_of({first, 0.5f, 1.0f}), out, s), UsageError,
+                           Catch::Matchers::Message(bad.message));
+      CHECK(same_state(s, before));
+    }
+  // The output's shape: an Error (not bad input: the caller's bug) naming what is wrong.
+  LossScaleState s;
+  Tensor narrow = Tensor::empty({3}, DType::f16), short_one = Tensor::empty({2});
+  for (Tensor* out : {&narrow, &short_one})
+    CHECK_THROWS_WITH(unscale_and_update(f16_of({1, 2, 3}), *out, s),
+                      Catch::StartsWith("unscale_and_update: unscaled must be f32 with as many elements as the gradients"));
+}
+
+TEST_CASE("exercise 14.1: the scale backs off and grows by the configured factors, within [min_scale, max_scale]",
+          "[ch14]") {
+  const std::vector<float> good(5, 0.5f), bad = {0.5f, 0.5f, std::numeric_limits<float>::infinity(), 0.5f, 0.5f};
+  Tensor out = Tensor::empty({5});
+  SECTION("backoff 0.25 and growth 4, far from the bounds") {
+    LossScaleState s;
+    s.scale = 0x1p16f, s.backoff = 0.25f, s.growth = 4.0f, s.growth_interval = 2;
+    INFO("exercise 14.1: an overflow at 2^16 with backoff 0.25: expected 2^14");
+    CHECK_FALSE(unscale_and_update(f16_of(bad), out, s));
+    CHECK(s.scale == 0x1p14f);
+    CHECK(unscale_and_update(f16_of(good), out, s));
+    CHECK(unscale_and_update(f16_of(good), out, s));
+    INFO("exercise 14.1: two good steps at 2^14 with growth 4, interval 2: expected 2^16");
+    CHECK(s.scale == 0x1p16f);
+    CHECK(out.to_floats() == std::vector<float>(5, 0.5f * 0x1p-14f));  // this step divided by the old scale
+  }
+  SECTION("backoff stops at min_scale; an overflow at min_scale is a diverged run") {
+    LossScaleState s;
+    s.scale = 8192.0f, s.min_scale = 4096.0f, s.backoff = 0.25f;
+    INFO("exercise 14.1: an overflow at 8192, backoff 0.25, min_scale 4096: expected the scale 4096, not 2048");
+    CHECK_FALSE(unscale_and_update(f16_of(bad), out, s));
+    CHECK(s.scale == 4096.0f);
+    CHECK(s.skipped_steps == 1);
+    const LossScaleState before = s;
+    INFO("exercise 14.1: an overflow at min_scale 4096: expected usp::Error, the state unchanged");
+    CHECK_THROWS_MATCHES(unscale_and_update(f16_of(bad), out, s), Error,
+                         Catch::Matchers::Message("loss scaling: the gradients overflow at min_scale 4096; the run has diverged"));
+    CHECK(same_state(s, before));
+    // The default min_scale is 1: an fp16 run whose gradients overflow even unscaled.
+    LossScaleState one;
+    one.scale = 1.0f;
+    CHECK_THROWS_MATCHES(unscale_and_update(f16_of(bad), out, one), Error,
+                         Catch::Matchers::Message("loss scaling: the gradients overflow at min_scale 1; the run has diverged"));
+  }
+  SECTION("growth stops at max_scale, and the count starts again there") {
+    LossScaleState s;
+    s.scale = 0x1p19f, s.max_scale = 0x1p20f, s.growth = 4.0f, s.growth_interval = 1;
+    INFO("exercise 14.1: a good step at 2^19, growth 4, max_scale 2^20: expected the scale 2^20, not 2^21");
+    CHECK(unscale_and_update(f16_of(good), out, s));
+    CHECK(s.scale == 0x1p20f);
+    CHECK(s.good_steps == 0);
+    CHECK(unscale_and_update(f16_of(good), out, s));
+    CHECK(s.scale == 0x1p20f);
+    CHECK(s.good_steps == 0);
+    CHECK(out.to_floats() == std::vector<float>(5, 0.5f * 0x1p-20f));
   }
 }
 

@@ -2,10 +2,12 @@
 // 3 stages, with several micro-batches in flight in a pipeline-like order, gives the whole
 // model's losses and gradients bit for bit (the same ops on the same values, gradients
 // accumulated in the same micro-batch order); each stage touches only its units; the passes in
-// flight are counted; misuse is refused.
+// flight are counted; misuse is refused. The forward-only pass through the stages (evaluate_stage)
+// gives the whole model's evaluate bit for bit and keeps, reports and accumulates nothing.
 #include <catch2/catch.hpp>
 
 #include "common/data/dataset.hpp"
+#include "common/memory_tracker.hpp"
 #include "common/model/model.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/small_model.hpp"
@@ -98,6 +100,55 @@ TEST_CASE("a stage touches only its units' parameters and gradients", "[model][s
   CHECK(out.shape() == Shape{16, c.hidden});
   middle.backward_stage(7, Tensor::zeros({16, c.hidden}), 1.0f, dx);
   CHECK(dx.shape() == Shape{16, c.hidden});
+}
+
+TEST_CASE("evaluate_stage through the stages equals evaluate, and keeps nothing", "[model][stages]") {
+  const ModelConfig c = stage_model();
+  const auto data = make_dataset("synthetic", 3);
+  const std::int64_t B = 2, T = 8;
+  const Batch b = data->batch(0, 0, B, T);
+  ParamStore store(c);
+  store.init(9);
+  Model whole(store);
+  const double want = whole.evaluate(b.inputs, b.targets);
+  const std::vector<int> cuts = {0, 1, 3, 6};
+  std::vector<std::unique_ptr<Model>> stages;
+  int hook_calls = 0;
+  for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
+    stages.push_back(std::make_unique<Model>(store, stage_options(cuts[s], cuts[s + 1] - 1, Recompute::none)));
+    ModelHooks hooks;
+    hooks.before_forward = hooks.after_forward = [&](int) { ++hook_calls; };
+    hooks.grad_ready = [&](int) { ++hook_calls; };
+    stages.back()->set_hooks(hooks);
+  }
+  MemoryTracker& tracker = MemoryTracker::instance();
+  store.zero_grad();
+  const std::int64_t activations = tracker.current()[MemCategory::Activation];
+  tracker.reset_peak();
+  Tensor x;
+  double got = -1;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    StageInput in{.tokens = s == 0 ? b.inputs : Tensor(), .targets = s + 1 == stages.size() ? b.targets : Tensor(),
+                  .x = x, .batch = B, .seq = T};
+    Tensor out;
+    got = stages[s]->evaluate_stage(in, out);
+    INFO("stage " << s);
+    CHECK(out.defined() == (s + 1 < stages.size()));  // the last stage returns the loss, no output
+    if (s + 1 < stages.size()) {
+      CHECK(got == 0.0);
+      CHECK(out.category() == MemCategory::Temporary);
+    }
+    CHECK(stages[s]->passes_held() == 0);
+    x = out;
+  }
+  CHECK(got == want);  // the same ops on the same values
+  CHECK(hook_calls == 0);
+  CHECK(tracker.peak()[MemCategory::Activation] == activations);  // no activation made, none kept
+  const Tensor& g = store.flat_grad();  // on the CPU
+  const float* gp = g.data<float>();
+  std::int64_t nonzero = 0;
+  for (std::int64_t i = 0; i < g.numel(); ++i) nonzero += gp[i] != 0.0f;
+  CHECK(nonzero == 0);  // no gradient
 }
 
 TEST_CASE("stages: misuse is refused with a clear message", "[model][stages]") {

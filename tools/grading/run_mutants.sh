@@ -4,7 +4,8 @@
 # solutions/NN_name/ whose first line ("# ...") says what is wrong. For each mutant: the build's
 # mutant copy of the solutions (BUILD_DIR/mutant/solutions/, cmake/UspChapter.cmake) is reset to
 # the solutions, the patch applied, chapter NN's mutant tests built (target usp_mutants_chNN) and
-# run (ctest -C mutants -L muNN, stopping at the first failure). The mutant must make them fail;
+# run (ctest -C mutants -L muNN, stopping at the first failure): the test cases of exercise NN.K
+# first, then, if they all pass, every test of the chapter. The mutant must make them fail;
 # one whose tests pass SURVIVED (a test is missing), and so did one that only a timeout stopped
 # (tests fail, they never hang). Exit 0 only when every mutant was caught.
 # Called by ./usp test --mutants [CH] (which builds first); USP_JOBS sets the build's and ctest's -j.
@@ -48,9 +49,16 @@ for patch in "${patches[@]}"; do
     echo "BROKEN   $id: does not compile (a mutant must be wrong, not ill-formed; see $log)"
     failed+=("$id"); continue
   fi
+  # First the test cases that grade this exercise ("exercise NN.K" in their names); only when they
+  # all pass, the chapter's other tests too (a mutant may show only in the whole trainer). Either
+  # way a caught mutant failed a test of chapter NN; the first pass just spares running the rest.
   rc=0
-  ctest --test-dir "$build" -C mutants -L "^mu${nn}\$" --output-on-failure --no-tests=error --stop-on-failure \
-    -j "$jobs" >>"$log" 2>&1 || rc=$?
+  USP_TEST_FILTER="*exercise ${id%%-*}*" ctest --test-dir "$build" -C mutants -L "^mu${nn}\$" --output-on-failure \
+    --no-tests=error --stop-on-failure -j "$jobs" >>"$log" 2>&1 || rc=$?
+  if ((rc == 0)) && ! grep -qE '\*\*\*Timeout' "$log"; then
+    ctest --test-dir "$build" -C mutants -L "^mu${nn}\$" --output-on-failure --no-tests=error --stop-on-failure \
+      -j "$jobs" >>"$log" 2>&1 || rc=$?
+  fi
   secs=$((SECONDS - t0))
   if grep -qE '\*\*\*Timeout' "$log"; then
     echo "SURVIVED $id ($what): only a timeout stopped its tests (${secs} s); a test must fail, not hang"
