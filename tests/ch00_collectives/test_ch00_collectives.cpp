@@ -21,10 +21,7 @@
 
 using namespace usp;
 using namespace usp::ch00;
-using usp::testing::elementwise_mismatch;
-using usp::testing::tensor_problem;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
@@ -35,6 +32,22 @@ float triangle(int n) { return static_cast<float>(n * (n + 1) / 2); }
 
 // The sizes the ring is tried on: empty, fewer elements than ranks, odd, and large.
 std::vector<std::int64_t> ring_sizes(int n) { return {0, 1, 2, 7, n - 1, n + 1, 1000, 1000003}; }
+
+// Exercise 00.1's ring and the library's all-reduce on the same values of this rank: their results,
+// the ring's after checking that it reduced the tensor in place ([numel] f32, as handed in).
+struct Reduced {
+  Floats ring, library;
+};
+Reduced ring_and_library(Communicator& comm, const Floats& values) {
+  const auto numel = static_cast<std::int64_t>(values.size());
+  Tensor ring = Tensor::from_floats(values, {numel});
+  Tensor library = Tensor::from_floats(values, {numel});
+  ring_all_reduce(comm, ring);
+  comm.all_reduce(library);
+  CHECK(tensor_problem(ring, "exercise 00.1: the tensor reduced in place, rank " + std::to_string(comm.rank()), {numel},
+                       DType::f32) == "");
+  return {ring.to_floats(), library.to_floats()};
+}
 
 // Bytes rank r sends in the ring: in each of the 2(n-1) steps one chunk of the header's layout,
 // chunk (r-k) in reduce-scatter step k and chunk (r+1-k) in all-gather step k.
@@ -210,13 +223,8 @@ TEST_CASE("exercise 00.1: the ring all-reduce equals the library's bit for bit o
     CAPTURE(numel);
     Floats values(static_cast<std::size_t>(numel));
     for (std::int64_t i = 0; i < numel; ++i) values[static_cast<std::size_t>(i)] = static_cast<float>((i * 31 + r * 17) % 1999 - 999);
-    Tensor ring = Tensor::from_floats(values, {numel});
-    Tensor library = Tensor::from_floats(values, {numel});
-    ring_all_reduce(comm, ring);
-    comm.all_reduce(library);
-    CHECK(tensor_problem(ring, "exercise 00.1: the tensor reduced in place, rank " + std::to_string(r), {numel},
-                         DType::f32) == "");
-    CHECK(elementwise_mismatch(ring.to_floats(), library.to_floats(), Tolerance::exact(), r) == "");
+    const Reduced got = ring_and_library(comm, values);
+    CHECK(elementwise_mismatch(got.ring, got.library, Tolerance::exact(), r) == "");
   }
 }
 
@@ -234,19 +242,14 @@ TEST_CASE("exercise 00.1: the ring all-reduce agrees with the library within fp3
     CAPTURE(numel);
     Floats values(static_cast<std::size_t>(numel));
     for (std::int64_t i = 0; i < numel; ++i) values[static_cast<std::size_t>(i)] = value(i, r);
-    Tensor ring = Tensor::from_floats(values, {numel});
-    Tensor library = Tensor::from_floats(values, {numel});
-    ring_all_reduce(comm, ring);
-    comm.all_reduce(library);
-    CHECK(tensor_problem(ring, "exercise 00.1: the tensor reduced in place, rank " + std::to_string(r), {numel},
-                         DType::f32) == "");
+    const Reduced got = ring_and_library(comm, values);
     std::vector<double> bound(static_cast<std::size_t>(numel));
     for (std::int64_t i = 0; i < numel; ++i) {
       double magnitude = 0;
       for (int q = 0; q < n; ++q) magnitude += std::fabs(static_cast<double>(value(i, q)));
       bound[static_cast<std::size_t>(i)] = 2.0 * (n - 1) * u * magnitude;
     }
-    CHECK(elementwise_mismatch(ring.to_floats(), library.to_floats(), bound, r) == "");
+    CHECK(elementwise_mismatch(got.ring, got.library, bound, r) == "");
   }
 }
 

@@ -18,12 +18,11 @@
 #include "chapters/02_recomputation/recompute_measurement.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/filled_tensor.hpp"
+#include "tests/support/small_training.hpp"
 
 using namespace usp;
 using namespace usp::ch02;
-using usp::testing::elementwise_mismatch;
-using usp::testing::tensor_problem;
-using usp::testing::Tolerance;
+using namespace usp::testing;
 
 namespace {
 
@@ -37,11 +36,9 @@ Tensor uniform(const Shape& shape, DType dt, std::uint64_t seed) {
   return Tensor::from_floats(v, shape, dt);
 }
 
+// usp-tiny: L = 2, h = 64, a = 4, g = 2, f = 192.
 TrainingConfig tiny(DType dt) {
-  TrainingConfig cfg;
-  cfg.model = ModelConfig::builtin("usp-tiny");  // L = 2, h = 64, a = 4, g = 2, f = 192
-  cfg.seq = 48;
-  cfg.mbs = 2;
+  TrainingConfig cfg = small_training(ModelConfig::builtin("usp-tiny"), /*seq=*/48, /*mbs=*/2);
   cfg.dtype = dt;
   return cfg;
 }

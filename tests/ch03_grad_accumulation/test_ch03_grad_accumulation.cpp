@@ -9,18 +9,11 @@
 
 using namespace usp;
 using namespace usp::ch03;
-using usp::testing::elementwise_mismatch;
-using usp::testing::max_abs;
-using usp::testing::Tolerance;
+using namespace usp::testing;
 
 namespace {
 TrainingConfig tiny() {
-  TrainingConfig cfg;
-  cfg.model = ModelConfig::builtin("usp-tiny");
-  cfg.seq = 24;
-  cfg.mbs = 2;
-  cfg.adamw.lr = 1e-3;
-  return cfg;
+  return {.model = ModelConfig::builtin("usp-tiny"), .seq = 24, .mbs = 2, .adamw = {.lr = 1e-3}};
 }
 
 // One store, model and optimizer from the seed of cfg (the store initialised before the optimizer

@@ -15,9 +15,7 @@
 
 using namespace usp;
 using namespace usp::ch04;
-using usp::testing::elementwise_mismatch;
-using usp::testing::tensor_problem;
-using usp::testing::Tolerance;
+using namespace usp::testing;
 
 namespace {
 

@@ -25,13 +25,9 @@ using namespace usp::ch04;
 
 namespace {
 
+// usp-tiny: parameters from 64 (norms) to 16384 elements.
 TrainingConfig tiny() {
-  TrainingConfig cfg;
-  cfg.model = ModelConfig::builtin("usp-tiny");  // parameters from 64 (norms) to 16384 elements
-  cfg.seq = 16;
-  cfg.mbs = 2;
-  cfg.adamw.lr = 1e-3;
-  return cfg;
+  return {.model = ModelConfig::builtin("usp-tiny"), .seq = 16, .mbs = 2, .adamw = {.lr = 1e-3}};
 }
 
 // 20000 bytes: between the norms (256 B) and the matrices (8-64 KiB) of usp-tiny, so buckets

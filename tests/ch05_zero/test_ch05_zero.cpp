@@ -15,6 +15,7 @@
 #include "common/device.hpp"
 #include "common/rng.hpp"
 #include "common/trace.hpp"
+#include "common/train/training_flags.hpp"
 #include "common/train/training_summary.hpp"
 #include "chapters/05_zero/stage_run.hpp"
 #include "chapters/05_zero/zero1_step.hpp"
@@ -23,32 +24,18 @@
 #include "tests/support/filled_tensor.hpp"
 #include "tests/support/single_rank_validation.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 #include "tests/support/gpu_ranks.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch05;
-using usp::testing::baseline;
-using usp::testing::elementwise_mismatch;
-using usp::testing::tensor_problem;
-using usp::testing::max_abs;
-using usp::testing::mean_over_ranks;
-using usp::testing::single_rank_validation;
-using usp::testing::Run;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
 // usp-tiny (Ψ = 131392: N_d = 2 and 4 divide it and each of its units) on short sequences.
-TrainingConfig tiny() {
-  TrainingConfig cfg;
-  cfg.model = ModelConfig::builtin("usp-tiny");
-  cfg.seq = 16;
-  cfg.mbs = 1;
-  cfg.steps = 3;
-  return cfg;
-}
+TrainingConfig tiny() { return small_training(ModelConfig::builtin("usp-tiny"), /*seq=*/16, /*mbs=*/1, /*steps=*/3); }
 
 // A model whose sizes N_d = 4 does not divide (Ψ = 1998 = 4·499 + 2; its head unit, the final
 // norm's 6 elements, neither), with a tied head: padding on the last ranks, and the head reading
@@ -502,11 +489,7 @@ TEST_CASE("in bf16, with and without fp32 accumulation, every stage follows the 
 namespace {
 
 calc::TrainingSetup setup_of(const TrainingConfig& cfg, int ranks, int stage, bool fp32_accum) {
-  calc::TrainingSetup s;
-  s.model = cfg.model;
-  s.seq = cfg.seq;
-  s.mbs = cfg.mbs;
-  s.precision = cfg.dtype == DType::f32 ? calc::Precision::fp32 : calc::Precision::mixed;
+  calc::TrainingSetup s = calc_setup(cfg);
   s.fp32_grad_accum = fp32_accum;
   s.dp = ranks;
   s.zero = stage;

@@ -30,11 +30,7 @@
 
 using namespace usp;
 using namespace usp::ch06;
-using usp::testing::elementwise_mismatch;
-using usp::testing::layouts_for;
-using usp::testing::tp_training;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -238,20 +234,9 @@ TEST_CASE("usp_eval fixture: a TP checkpoint, a text and the TP model's loss on 
   for (std::int64_t step = 0; step < 2; ++step)
     trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), 1, cfg.mbs, cfg.seq));
   save_tp_checkpoint(w, trainer, d + "/ckpt");
-  if (w.rank() == 0) std::ofstream(d + "/text.txt", std::ios::binary) << testing::eval_sample_text();
-  w.barrier();
-  const TextCorpus text(d + "/text.txt", 0);
-  const TextLoss loss = evaluate_text(trainer.model(), text, testing::kEvalSeq, testing::kEvalBatch);  // collective over tp
-  REQUIRE(std::isfinite(loss.mean_loss));
-  if (w.rank() == 0) testing::save_expected_loss(d, loss.mean_loss);
+  testing::save_text_and_expected_loss(w, d, trainer.model());
 }
 
 TEST_CASE("usp_eval check: its loss of the TP checkpoint is the TP model's", "[.ch06_eval_check]") {
-  const testing::EvalResult r = testing::read_eval_result(testing::eval_fixture_dir());
-  const double loss = r.loss, tp = r.expected;
-  INFO("usp_eval " << loss << ", TP model " << tp);
-  CHECK(r.model == tp_training().model.name);
-  CHECK(r.seq == testing::kEvalSeq);
-  CHECK(std::isfinite(loss));
-  CHECK(std::fabs(loss - tp) <= kLossRel * tp);  // one device against t ranks: the bound above
+  testing::check_eval_result(tp_training().model.name, kLossRel);  // one device against t ranks: the bound above
 }

@@ -24,6 +24,7 @@
 #include "common/memory_tracker.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
+#include "tests/support/baseline_bounds.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/gpu_ranks.hpp"
@@ -33,13 +34,7 @@
 
 using namespace usp;
 using namespace usp::ch06;
-using usp::testing::elementwise_mismatch;
-using usp::testing::max_abs;
-using usp::testing::layouts_for;
-using usp::testing::tp_model;
-using usp::testing::tp_training;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
@@ -258,8 +253,6 @@ TEST_CASE("TP, TP+SP and DP × TP train like the single-rank baseline", "[ch06][
       INFO(layout.label() << ", " << k << " micro-batch(es) per replica, rank " << w.rank());
       const testing::Run base = testing::baseline(cfg, *data, layout.dp * k);
       const testing::Run got = tp_run(w, *metrics, cfg, *data, layout, k);
-      const double gmax = max_abs(base.grad0);
-      REQUIRE(gmax > 0);
       // The first loss: the same model on the same tokens; the row blocks' sums are split in t
       // partial sums (fp32 reassociation), and the loss's exp/log run in double instead of the
       // op's fp32 polynomial: a few fp32 ulps (6e-8 relative each). Measured ≤ 3e-9 relative;
@@ -269,15 +262,14 @@ TEST_CASE("TP, TP+SP and DP × TP train like the single-rank baseline", "[ch06][
       // t (and dp) partial sums: a few ulps of the largest terms. Measured ≤ 4e-7 of the largest
       // element, bounded by 2e-6 of it. A missing all-reduce, a shard in the wrong place or a lost
       // micro-batch is an O(1) error.
-      CHECK(elementwise_mismatch(got.grad0, base.grad0, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
+      check_grad_near_baseline(got.grad0, base.grad0, w.rank());
       // Losses and parameters after 3 AdamW steps: the differences above, moved through Adam's
       // normalised update (≤ lr = 3e-3 per element and step). Where a gradient is within rounding
       // of zero its sign, and so its update, is arbitrary: no useful bound follows from the
       // gradient's (measured |Δw| ≤ 1.1e-5). lr/30 = 1e-4 is a thirtieth of one update, so a
       // weight that missed an update, got a wrong one or another rank's shard fails.
-      for (std::size_t s = 0; s < got.losses.size(); ++s)
-        CHECK(std::fabs(got.losses[s] - base.losses[s]) <= 1e-6 * base.losses[s]);
-      CHECK(elementwise_mismatch(got.params, base.params, Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+      check_losses_near_baseline(got.losses, base.losses);
+      check_params_near_baseline(got.params, base.params, cfg.adamw.lr, w.rank());
     }
   }
 }

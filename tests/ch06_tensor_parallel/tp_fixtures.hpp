@@ -7,6 +7,7 @@
 #include "chapters/06_tensor_parallel/tp_layout.hpp"
 #include "common/train/training_flags.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 
 namespace usp::testing {
 
@@ -14,14 +15,7 @@ inline ModelConfig tp_model() {
   return small_model({.name = "tp-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 8, .kv_heads = 4, .ffn = 48});
 }
 
-inline TrainingConfig tp_training() {
-  TrainingConfig cfg;
-  cfg.model = tp_model();
-  cfg.seq = 16;
-  cfg.mbs = 2;
-  cfg.steps = 3;
-  return cfg;
-}
+inline TrainingConfig tp_training() { return small_training(tp_model(), /*seq=*/16, /*mbs=*/2, /*steps=*/3); }
 
 // tp = W without and with sequence parallelism, and on 4 ranks dp 2 × tp 2 each way.
 inline std::vector<ch06::TpLayout> layouts_for(int W) {

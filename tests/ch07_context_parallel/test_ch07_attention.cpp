@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <set>
+#include <string>
 
 #include "chapters/07_context_parallel/cp_attention.hpp"
 #include "chapters/07_context_parallel/merge_attention.hpp"
@@ -21,9 +22,7 @@
 
 using namespace usp;
 using namespace usp::ch07;
-using usp::testing::elementwise_mismatch;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
@@ -53,6 +52,20 @@ Tensor rows_at(const Tensor& x, const std::vector<std::int32_t>& positions) {
     put_tokens(take_tokens(x, positions[static_cast<std::size_t>(i)], 1), out, i);
   (void)B;
   return out;
+}
+
+// Tq queries at positions q0, q0 + 1, ... against 12 keys at 0..11 ([B, Tq, H, D] and [B, 12, G, D],
+// random, named with `tag` appended), and one device's attention of the queries over all twelve.
+struct TwelveKeys {
+  Tensor q, k, v, dout, qp, out, lse;
+};
+TwelveKeys attention_over_twelve_keys(std::int64_t B, std::int64_t H, std::int64_t G, std::int64_t D, std::int64_t Tq,
+                                      std::int32_t q0, const std::string& tag) {
+  TwelveKeys t{random_tensor({B, Tq, H, D}, "q" + tag), random_tensor({B, 12, G, D}, "k" + tag),
+               random_tensor({B, 12, G, D}, "v" + tag), random_tensor({B, Tq, H, D}, "dout" + tag), iota(Tq, q0),
+               Tensor::empty({B, Tq, H, D}), Tensor::empty({B, H, Tq})};
+  ops::attention_block_forward(t.q, t.k, t.v, t.qp, iota(12, 0), t.out, t.lse);
+  return t;
 }
 
 // Exercise 07.1 over blocks of 6 keys: each block's partial attention (keys [k0, k0 + 6)) for the
@@ -198,11 +211,7 @@ TEST_CASE("the layout (exercise 07.2): what it cannot lay out is refused, with t
 TEST_CASE("the merge (exercise 07.1): two key blocks merged = attention over both, and its gradient", "[ch07]") {
   // Queries at positions 8..11 against keys 0..11 in two blocks, 0..5 and 6..11 (GQA, B = 2).
   const std::int64_t B = 2, H = 4, G = 2, D = 4, Tq = 4;
-  const Tensor q = random_tensor({B, Tq, H, D}, "q"), k = random_tensor({B, 12, G, D}, "k"),
-               v = random_tensor({B, 12, G, D}, "v"), dout = random_tensor({B, Tq, H, D}, "dout");
-  const Tensor qp = iota(Tq, 8);
-  Tensor out = Tensor::empty({B, Tq, H, D}), lse = Tensor::empty({B, H, Tq});
-  ops::attention_block_forward(q, k, v, qp, iota(12, 0), out, lse);
+  const auto [q, k, v, dout, qp, out, lse] = attention_over_twelve_keys(B, H, G, D, Tq, 8, "");
   // The blocks' partial results, merged into a running result that starts empty.
   const Merged merged = merge_blocks(q, k, v, qp, {0, 6});
   const Tensor &acc = merged.out, &acc_lse = merged.lse;
@@ -240,11 +249,7 @@ TEST_CASE("the merge (exercise 07.1): a block that sees nothing of a row changes
   // where the log-sum-exp rule divides -inf by -inf). Then keys 0..5: the result must be attention
   // over all twelve keys, which is attention over 0..5.
   const std::int64_t B = 1, H = 2, G = 1, D = 4, Tq = 4;
-  const Tensor q = random_tensor({B, Tq, H, D}, "q0"), k = random_tensor({B, 12, G, D}, "k0"),
-               v = random_tensor({B, 12, G, D}, "v0"), dout = random_tensor({B, Tq, H, D}, "dout0");
-  const Tensor qp = iota(Tq, 0);
-  Tensor out = Tensor::empty({B, Tq, H, D}), lse = Tensor::empty({B, H, Tq});
-  ops::attention_block_forward(q, k, v, qp, iota(12, 0), out, lse);
+  const auto [q, k, v, dout, qp, out, lse] = attention_over_twelve_keys(B, H, G, D, Tq, 0, "0");
   const Merged merged = merge_blocks(q, k, v, qp, {6, 0}, [](std::size_t i, const Merged& m) {
     if (i != 0) return;
     INFO("exercise 07.1: after merging a block that saw no key of any row into an empty result, "

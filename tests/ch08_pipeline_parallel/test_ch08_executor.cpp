@@ -20,30 +20,25 @@
 #include "chapters/08_pipeline_parallel/weight_grad_queue.hpp"
 #include "common/data/dataset.hpp"
 #include "common/device.hpp"
+#include "tests/support/baseline_bounds.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/gpu_ranks.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch08;
-using usp::testing::elementwise_mismatch;
-using usp::testing::max_abs;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
 // 8 layers: p = 4 ranks × v = 2 chunks still give every virtual stage one.
 TrainingConfig pp_training() {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "pp-test", .vocab = 256, .hidden = 16, .layers = 8, .heads = 4, .kv_heads = 2, .ffn = 24});
-  cfg.seq = 8;
-  cfg.mbs = 2;
-  cfg.steps = 3;
-  return cfg;
+  return small_training(
+      small_model({.name = "pp-test", .vocab = 256, .hidden = 16, .layers = 8, .heads = 4, .kv_heads = 2, .ffn = 24}),
+      /*seq=*/8, /*mbs=*/2, /*steps=*/3);
 }
 
 // Every schedule at pp = W for m ∈ {1, 4, 8} (interleaved: v = 2 and m a multiple of W;
@@ -151,17 +146,13 @@ TEST_CASE("every schedule trains like the single-rank baseline", "[ch08][mpi]") 
       // baseline sums 2m terms in one order: fp32 reassociation, a few ulps (6e-8 relative) of
       // the largest terms; bounded by 2e-6 of the largest element. A replica left out of the
       // average, or a micro-batch counted twice, is an O(1) relative error.
-      const std::vector<float> want = held_slice(base.grad0, trainer.params());
-      const double gmax = max_abs(want);
-      REQUIRE(gmax > 0);
-      CHECK(elementwise_mismatch(grad0, want, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
+      check_grad_near_baseline(grad0, held_slice(base.grad0, trainer.params()), w.rank());
       // Losses: the replicas' means averaged in double, same values; 16 ulps of fp32.
-      for (std::size_t s = 0; s < losses.size(); ++s) CHECK(std::fabs(losses[s] - base.losses[s]) <= 1e-6 * base.losses[s]);
+      check_losses_near_baseline(losses, base.losses);
       // Parameters: the rounding above through Adam's normalised update (≤ lr per element and
       // step, and an arbitrary sign for a gradient within rounding of zero): lr/30 is a thirtieth
       // of one update, so a missed or wrong update fails.
-      CHECK(elementwise_mismatch(params, held_slice(base.params, trainer.params()), Tolerance::absolute(cfg.adamw.lr / 30),
-                                 w.rank()) == "");
+      check_params_near_baseline(params, held_slice(base.params, trainer.params()), cfg.adamw.lr, w.rank());
     }
   }
 }

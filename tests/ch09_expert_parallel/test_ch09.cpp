@@ -19,36 +19,27 @@
 #include "common/device.hpp"
 #include "common/rng.hpp"
 #include "common/train/training_summary.hpp"
+#include "tests/support/baseline_bounds.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/gpu_ranks.hpp"
 #include "tests/support/single_rank_validation.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch09;
-using usp::testing::elementwise_mismatch;
-using usp::testing::max_abs;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
 // 8 experts (4 ranks hold 2 each), top-2, sizes that are not powers of two.
 TrainingConfig ep_training(double capacity_factor) {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "ep-test", .vocab = 256, .hidden = 24, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 20});
-  cfg.model.experts = 8;
-  cfg.model.experts_per_token = 2;
-  cfg.model.capacity_factor = capacity_factor;
-  cfg.model.router_aux_loss_coef = 0.01;
-  cfg.model.validate();
-  cfg.seq = 12;
-  cfg.mbs = 2;
-  cfg.steps = 3;
-  return cfg;
+  return small_training(small_model({.name = "ep-test", .vocab = 256, .hidden = 24, .layers = 2, .heads = 4,
+                                      .kv_heads = 2, .ffn = 20, .experts = 8, .experts_per_token = 2,
+                                      .capacity_factor = capacity_factor, .router_aux_loss_coef = 0.01}),
+                        /*seq=*/12, /*mbs=*/2, /*steps=*/3);
 }
 
 // The values of this store's parameters, taken from a flat vector in the single-device layout.
@@ -271,21 +262,16 @@ TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters
         CHECK(trainer.ep().stats().sent(CommOp::all_to_allv) == expected);
       }
       const std::vector<float> params = trainer.params().flat().to_floats();
-      const std::vector<float> want_grad = as_held(base.grad0, cfg.model, trainer.params());
-      const double gmax = max_abs(want_grad);
-      REQUIRE(gmax > 0);
       // Every expert's rows are the same rows as on one device (each computed by one GEMM over
       // its rows, now in source order), the dense gradients an average over the dp ranks: fp32
       // reassociation, a few ulps (6e-8) of the largest terms; 2e-6 of the largest element.
       // A row at the wrong expert, a result combined into the wrong token or an expert gradient
       // averaged over the wrong group is an O(1) relative error.
-      CHECK(elementwise_mismatch(grad0, want_grad, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
-      for (std::size_t s = 0; s < losses.size(); ++s)
-        CHECK(std::fabs(losses[s] - base.losses[s]) <= 1e-6 * base.losses[s]);
+      check_grad_near_baseline(grad0, as_held(base.grad0, cfg.model, trainer.params()), w.rank());
+      check_losses_near_baseline(losses, base.losses);
       // After 3 AdamW steps: the rounding above through Adam's normalised update (≤ lr per
       // element and step; a gradient within rounding of zero has an arbitrary sign): lr/30.
-      CHECK(elementwise_mismatch(params, as_held(base.params, cfg.model, trainer.params()),
-                                 Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+      check_params_near_baseline(params, as_held(base.params, cfg.model, trainer.params()), cfg.adamw.lr, w.rank());
     }
   }
 }

@@ -20,6 +20,7 @@
 #include "common/io/checkpoint.hpp"
 #include "common/io/json_value.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 #include "tests/support/test_world.hpp"
 #include "tests/support/usp_eval_fixture.hpp"
 
@@ -30,15 +31,10 @@ using usp::testing::world;
 namespace {
 
 TrainingConfig moe_training() {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "ep-ckpt", .vocab = 256, .hidden = 24, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 20});
-  cfg.model.experts = 4;
-  cfg.model.experts_per_token = 2;
-  cfg.model.validate();
-  cfg.seq = 12;
-  cfg.mbs = 2;
-  return cfg;
+  return testing::small_training(testing::small_model({.name = "ep-ckpt", .vocab = 256, .hidden = 24, .layers = 2,
+                                                       .heads = 4, .kv_heads = 2, .ffn = 20, .experts = 4,
+                                                       .experts_per_token = 2}),
+                                 /*seq=*/12, /*mbs=*/2);
 }
 
 // A directory every rank names the same: rank 0's choice, broadcast as its pid.
@@ -84,23 +80,12 @@ TEST_CASE("usp_eval fixture: an EP checkpoint, a text and the EP model's loss on
   for (std::int64_t step = 0; step < 2; ++step)
     trainer.step(rank_micro_batches(*data, step, trainer.dp().rank(), 1, cfg.mbs, cfg.seq));
   save_ep_checkpoint(w, trainer, d + "/ckpt");
-  if (w.rank() == 0) std::ofstream(d + "/text.txt", std::ios::binary) << testing::eval_sample_text();
-  w.barrier();
-  // Every rank evaluates the same windows (the MoE layers exchange rows in every batch).
-  const TextLoss loss =
-      evaluate_text(trainer.model(), TextCorpus(d + "/text.txt", 0), testing::kEvalSeq, testing::kEvalBatch);
-  REQUIRE(std::isfinite(loss.mean_loss));
-  if (w.rank() == 0) testing::save_expected_loss(d, loss.mean_loss);
+  testing::save_text_and_expected_loss(w, d, trainer.model());  // the MoE layers exchange rows in every batch
 }
 
 TEST_CASE("usp_eval check: its loss of the EP checkpoint is the EP model's", "[.ch09_eval_check]") {
-  const testing::EvalResult r = testing::read_eval_result(testing::eval_fixture_dir());
-  const double loss = r.loss, ep = r.expected;
-  INFO("usp_eval " << loss << ", EP model " << ep);
-  CHECK(r.model == moe_training().model.name);
-  CHECK(r.seq == testing::kEvalSeq);
   // One device against ep ranks: the same weights and tokens; each expert's rows multiplied in
   // another order (sources in rank order): fp32 reassociation, a few ulps of the loss (6e-8
   // each). 1e-5 relative; a wrong or missing expert in the checkpoint changes it by O(1e-2).
-  CHECK(std::fabs(loss - ep) <= 1e-5 * ep);
+  testing::check_eval_result(moe_training().model.name, 1e-5);
 }

@@ -19,38 +19,32 @@
 #include "common/device.hpp"
 #include "common/memory_tracker.hpp"
 #include "common/trace.hpp"
+#include "tests/support/baseline_bounds.hpp"
 #include "tests/support/baseline_run.hpp"
 #include "tests/support/elementwise_check.hpp"
 #include "tests/support/gpu_ranks.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 #include "tests/support/test_world.hpp"
 
 using namespace usp;
 using namespace usp::ch10;
 using ch08::ScheduleKind;
-using usp::testing::elementwise_mismatch;
-using usp::testing::max_abs;
-using usp::testing::Tolerance;
-using usp::testing::world;
+using namespace usp::testing;
 
 namespace {
 
 // 4 layers (pp 4 still gives every stage one), GQA, t = 2 divides heads, kv heads, ffn, vocab.
 TrainingConfig training(bool moe) {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model({.name = moe ? "5d-moe" : "5d-test", .vocab = 256, .hidden = 16, .layers = 4,
-                                    .heads = 4, .kv_heads = 2, .ffn = 24});
+  ModelConfig model{.name = moe ? "5d-moe" : "5d-test", .vocab = 256, .hidden = 16, .layers = 4, .heads = 4,
+                    .kv_heads = 2, .ffn = 24};
   if (moe) {
-    cfg.model.experts = 4;
-    cfg.model.experts_per_token = 2;
-    cfg.model.capacity_factor = 1.0;  // tokens are dropped: the routing must be the baseline's too
-    cfg.model.router_aux_loss_coef = 0.01;
-    cfg.model.validate();
+    model.experts = 4;
+    model.experts_per_token = 2;
+    model.capacity_factor = 1.0;  // tokens are dropped: the routing must be the baseline's too
+    model.router_aux_loss_coef = 0.01;
   }
-  cfg.seq = 8;
-  cfg.mbs = 2;
-  cfg.steps = 3;
-  return cfg;
+  return small_training(small_model(model), /*seq=*/8, /*mbs=*/2, /*steps=*/3);
 }
 
 struct Case {
@@ -141,17 +135,12 @@ TEST_CASE("every 5D layout trains like the single-rank baseline", "[ch10][mpi]")
     // of fp32. A replica, a CP chunk or a TP shard left out is an O(1) error. ZeRO-1: the step's
     // first gradient is the local one (reduce-scatter happens in the optimizer), so it is checked
     // on the parameters only.
-    for (std::size_t s = 0; s < losses.size(); ++s) CHECK(std::fabs(losses[s] - base.losses[s]) <= 1e-6 * base.losses[s]);
-    if (l.zero == 0) {
-      const std::vector<float> want = held_of(base.grad0, trainer.params(), cfg.model);
-      const double gmax = max_abs(want);
-      REQUIRE(gmax > 0);
-      CHECK(elementwise_mismatch(grad0, want, Tolerance::absolute(2e-6 * gmax), w.rank()) == "");
-    }
+    check_losses_near_baseline(losses, base.losses);
+    if (l.zero == 0) check_grad_near_baseline(grad0, held_of(base.grad0, trainer.params(), cfg.model), w.rank());
     // Parameters: that rounding through Adam's normalised update (≤ lr per element and step);
     // lr/30 fails on any missed or wrong update.
-    CHECK(elementwise_mismatch(held(trainer.params(), false), held_of(base.params, trainer.params(), cfg.model),
-                               Tolerance::absolute(cfg.adamw.lr / 30), w.rank()) == "");
+    check_params_near_baseline(held(trainer.params(), false), held_of(base.params, trainer.params(), cfg.model),
+                               cfg.adamw.lr, w.rank());
   }
 }
 

@@ -18,6 +18,7 @@
 #include "common/memory_tracker.hpp"
 #include "common/ops/ops.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 
 using namespace usp;
 using namespace usp::ch12;
@@ -25,6 +26,15 @@ using namespace usp::ch12;
 namespace {
 
 const float kInf = std::numeric_limits<float>::infinity();
+
+// The model both training cases run; T = 45 is under the kernels' 64-row tiles: masked tails in
+// every tile.
+TrainingConfig flash_training() {
+  return testing::small_training(
+      testing::small_model(
+          {.name = "flash-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 40}),
+      /*seq=*/45, /*mbs=*/2, /*steps=*/3);
+}
 
 }  // namespace
 
@@ -206,12 +216,7 @@ TEST_CASE("flash attention's extra memory is flat in T; the naive attention's gr
 }
 
 TEST_CASE("the model trained with flash attention gives the naive attention's losses", "[ch12]") {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "flash-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 40});
-  cfg.seq = 45;
-  cfg.mbs = 2;
-  cfg.steps = 3;
+  const TrainingConfig cfg = flash_training();
   const auto data = make_dataset("synthetic", cfg.seed);
   const TrainingRun naive = train_with(cfg, *data, false, {16, 8}), flash = train_with(cfg, *data, true, {16, 8});
   REQUIRE(naive.losses.size() == 3);
@@ -229,12 +234,7 @@ TEST_CASE("the model on CUDA with flash attention (the FA2 kernels) gives the CP
     WARN("no CUDA device: skipped");
     return;
   }
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "flash-test", .vocab = 256, .hidden = 32, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 40});
-  cfg.seq = 45;  // under the kernels' 64-row tiles: masked tails in every tile
-  cfg.mbs = 2;
-  cfg.steps = 3;
+  TrainingConfig cfg = flash_training();
   const auto data = make_dataset("synthetic", cfg.seed);
   const TrainingRun cpu = train_with(cfg, *data, true, {16, 8});
   cfg.device = Device::cuda(0);

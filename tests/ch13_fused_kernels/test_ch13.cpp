@@ -23,6 +23,7 @@
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 
 using namespace usp;
 using namespace usp::ch13;
@@ -194,12 +195,10 @@ TEST_CASE("the bandwidth bench times every variant and writes one CSV row each",
 }
 
 TEST_CASE("the model trained with the fused residual + RMSNorm gives the core's losses", "[ch13]") {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "fused-test", .vocab = 256, .hidden = 44, .layers = 2, .heads = 2, .kv_heads = 1, .ffn = 40});
-  cfg.seq = 23;
-  cfg.mbs = 2;
-  cfg.steps = 3;
+  TrainingConfig cfg = testing::small_training(
+      testing::small_model(
+          {.name = "fused-test", .vocab = 256, .hidden = 44, .layers = 2, .heads = 2, .kv_heads = 1, .ffn = 40}),
+      /*seq=*/23, /*mbs=*/2, /*steps=*/3);
   const auto data = make_dataset("synthetic", cfg.seed);
   const std::vector<double> core = train_losses(cfg, *data, false), fused = train_losses(cfg, *data, true);
   REQUIRE(core.size() == 3);

@@ -27,6 +27,7 @@
 #include "common/rng.hpp"
 #include "kernels/fp8/fp8_gemm.hpp"
 #include "tests/support/small_model.hpp"
+#include "tests/support/small_training.hpp"
 
 using namespace usp;
 using namespace usp::ch14;
@@ -47,6 +48,13 @@ bool same_state(const LossScaleState& a, const LossScaleState& b) {
   return a.scale == b.scale && a.growth == b.growth && a.backoff == b.backoff &&
          a.growth_interval == b.growth_interval && a.min_scale == b.min_scale && a.max_scale == b.max_scale &&
          a.good_steps == b.good_steps && a.skipped_steps == b.skipped_steps;
+}
+
+// Exercise 14.1 on 1-D gradients that must make a good step (REQUIREd): the unscaled fp32 values.
+Tensor good_step(const Tensor& grads, LossScaleState& s) {
+  Tensor out = Tensor::empty({grads.numel()});
+  REQUIRE(unscale_and_update(grads, out, s));
+  return out;
 }
 
 }  // namespace
@@ -113,8 +121,7 @@ TEST_CASE("exercise 14.1: gradients below f16's range come back exactly: the div
   const std::vector<float> g = {0x1p-30f, 3 * 0x1p-28f, -0x1p-26f, 0x1p-40f, -5 * 0x1p-35f};
   std::vector<float> sg;
   for (float x : g) sg.push_back(x * 65536.0f);
-  Tensor out = Tensor::empty({5});
-  REQUIRE(unscale_and_update(f16_of(sg), out, s));
+  const Tensor out = good_step(f16_of(sg), s);
   for (std::size_t i = 0; i < g.size(); ++i) {
     INFO("element " << i << ": S·g = " << sg[i] << " in f16, expected g = " << g[i] << " in fp32");
     CHECK(out.data<float>()[i] == g[i]);
@@ -145,10 +152,8 @@ TEST_CASE("exercise 14.1: large finite f32 and bf16 gradients are no overflow", 
     LossScaleState s;
     s.scale = 2.0f;
     const std::vector<float> v = {0x1p20f, -0x1p100f, 1.0f};
-    const Tensor t = tensor_of(v, dt);
-    Tensor out = Tensor::empty({3});
     INFO(dtype_name(dt) << " gradients {2^20, -2^100, 1} at S = 2: expected a good step giving {2^19, -2^99, 0.5}");
-    REQUIRE(unscale_and_update(t, out, s));
+    const Tensor out = good_step(tensor_of(v, dt), s);
     CHECK(out.to_floats() == std::vector<float>{0x1p19f, -0x1p99f, 0.5f});
     CHECK(s.skipped_steps == 0);
     CHECK(s.scale == 2.0f);
@@ -160,9 +165,7 @@ TEST_CASE("exercise 14.1: f32 and bf16 gradients work the same way", "[ch14]") {
     LossScaleState s;
     s.scale = 8.0f;
     const std::vector<float> v = {8.0f, -4.0f, 0.5f};
-    const Tensor t = tensor_of(v, dt);
-    Tensor out = Tensor::empty({3});
-    REQUIRE(unscale_and_update(t, out, s));
+    const Tensor out = good_step(tensor_of(v, dt), s);
     CHECK(out.to_floats() == std::vector<float>{1.0f, -0.5f, 0.0625f});
   }
 }
@@ -301,13 +304,9 @@ TEST_CASE("the formats: constants, and every narrow bit pattern round-trips", "[
 namespace {
 
 TrainingConfig small_config(std::int64_t steps) {
-  TrainingConfig cfg;
-  cfg.model = testing::small_model(
-      {.name = "precision-test", .vocab = 256, .hidden = 96, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 200});
-  cfg.seq = 48;
-  cfg.mbs = 2;
-  cfg.steps = steps;
-  return cfg;
+  return testing::small_training(testing::small_model({.name = "precision-test", .vocab = 256, .hidden = 96,
+                                                       .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 200}),
+                                 /*seq=*/48, /*mbs=*/2, steps);
 }
 
 }  // namespace

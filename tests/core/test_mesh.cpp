@@ -24,15 +24,7 @@ namespace {
 
 constexpr MeshDim kDims[] = {MeshDim::dp, MeshDim::tp, MeshDim::cp, MeshDim::pp};
 
-MeshSizes sizes(int dp, int tp, int cp, int pp, int ep = 1) {
-  MeshSizes s;
-  s.dp = dp;
-  s.tp = tp;
-  s.cp = cp;
-  s.pp = pp;
-  s.ep = ep;
-  return s;
-}
+MeshSizes sizes(int dp, int tp, int cp, int pp, int ep = 1) { return {.dp = dp, .tp = tp, .cp = cp, .pp = pp, .ep = ep}; }
 
 // The distinct groups a per-rank function yields, in order of their first member's appearance
 // when walking ranks 0, 1, 2 ...: the way the expected lists below are written.
