@@ -124,7 +124,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   for (const ZeroOptions& o : setup.stages) {
     const std::string trace = o.stage != 3 ? "" : o.prefetch ? "zero3_prefetch" : "zero3_no_prefetch";
     results.push_back(run_stage(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, setup.grad_acc, o, trace,
-                                setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
+                                setup.progress.held_out_batches()));
   }
   const StagesReport report = gather_stages(comms.metrics(), std::move(results), cfg.steps);
   const std::vector<calc::SweepRow> sweep = calc::run_sweep(calc::figure_zero());  // 4. the 8B figure

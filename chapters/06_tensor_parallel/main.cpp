@@ -191,7 +191,7 @@ std::optional<VariantsReport> run_layouts(Runtime& rt, const Cli& cli, const Set
             rt.agree([&] { save_tp_checkpoint(rt.world(), trainer, save); });
           };
         results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i], hooks,
-                                      setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
+                                      setup.progress.held_out_batches()));
       });
   if (!trained) return std::nullopt;
   return gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens, runner.agreement());

@@ -178,7 +178,7 @@ std::optional<VariantsReport> run_variants(Runtime& rt, const Setup& setup, cons
   const bool trained = train_each_variant(
       rt, setup.variants.size(), "the variants: skipped until exercises 07.1 and 07.2 are written", [&](std::size_t i) {
         results.push_back(run_variant(runner, comms.tensors(), cfg, *setup.in.data, setup.variants[i],
-                                      setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
+                                      setup.progress.held_out_batches()));
       });
   if (!trained) return std::nullopt;
   return gather_variants(comms.metrics(), std::move(results), cfg.steps, tokens, runner.agreement());

@@ -267,7 +267,7 @@ std::vector<RunReport> run_executor(Runtime& rt, const Setup& s, const std::stri
     const std::string missing = rt.skip_if_not_implemented([&] {
       reports.push_back(
           report_run(comms.metrics(), train_schedule(runner, comms.tensors(), cfg, *s.in.data, layout,
-                                                     s.progress.eval_every > 0 ? s.progress.eval_batches : 0)));
+                                                     s.progress.held_out_batches())));
     });
     if (!rt.is_root()) continue;
     if (!missing.empty()) {

@@ -140,7 +140,7 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
         const EpVariant& v = setup.variants[i];
         const std::string save = i == 0 ? cli.get_string("save") : std::string();
         results.push_back(run_ep_variant(runner, comms.tensors(), comms.metrics(), cfg, *setup.in.data, v, save,
-                                         setup.progress.eval_every > 0 ? setup.progress.eval_batches : 0));
+                                         setup.progress.held_out_batches()));
         if (!save.empty() && rt.is_root()) std::cout << "saved the model trained by " << v.label() << " to " << save << "\n";
       });
   if (!trained) return 0;

@@ -7,6 +7,14 @@
 
 namespace usp::ch10 {
 
+Layout5d layout_5d(int dp, int tp, int pp, int cp, int ep, int zero, ch08::ScheduleKind schedule, int m, int v,
+                   ch07::CpAttention attention) {
+  Layout5d l;
+  l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.zero = zero, l.schedule = schedule, l.m = m, l.v = v;
+  l.attention = attention;
+  return l;
+}
+
 std::string Layout5d::label() const {
   std::string s;
   const auto dim = [&](const char* name, int n) {

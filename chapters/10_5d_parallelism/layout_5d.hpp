@@ -29,6 +29,10 @@ struct Layout5d {
   std::string label() const;  // "dp2·tp2·pp2", "cp2·tp2·pp2 zero1", "dp2·ep2·pp2"
 };
 
+// A layout written as one line (the lists of layouts the chapter and its tests run); zig-zag sharding.
+Layout5d layout_5d(int dp, int tp, int pp, int cp, int ep, int zero, ch08::ScheduleKind schedule, int m, int v = 1,
+                   ch07::CpAttention attention = ch07::CpAttention::ring);
+
 // UsageError (the same on every rank) when the layout cannot run, naming the first reason:
 //   sizes < 1, dp·tp·pp·cp not the world size, ZeRO other than 0 or 1;
 //   TP: t not dividing the heads, kv heads, ffn or vocabulary (chapter 06), or a mixture of

@@ -53,30 +53,24 @@ struct Planned {
   bool moe = false;
 };
 
-Layout5d layout_of(int dp, int tp, int pp, int cp, int ep, int zero, ch08::ScheduleKind s, int m) {
-  Layout5d l;
-  l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.zero = zero, l.schedule = s, l.m = m;
-  return l;
-}
-
 std::vector<Planned> default_layouts(int W) {
   using ch08::ScheduleKind;
   const std::vector<Planned> all = {
-      {layout_of(2, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},
-      {layout_of(2, 2, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2)},
-      {layout_of(1, 2, 2, 2, 1, 1, ScheduleKind::one_f_one_b, 4)},
-      {layout_of(4, 1, 2, 1, 4, 0, ScheduleKind::one_f_one_b, 2), true},
-      {layout_of(4, 1, 2, 1, 1, 1, ScheduleKind::zb_h1, 4)},
-      {layout_of(1, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},  // 4 ranks
-      {layout_of(2, 1, 1, 2, 1, 1, ScheduleKind::one_f_one_b, 2)},
-      {layout_of(2, 1, 2, 1, 2, 0, ScheduleKind::one_f_one_b, 2), true},
-      {layout_of(1, 1, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},  // 2 ranks
-      {layout_of(1, 1, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2)},
+      {layout_5d(2, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},
+      {layout_5d(2, 2, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2)},
+      {layout_5d(1, 2, 2, 2, 1, 1, ScheduleKind::one_f_one_b, 4)},
+      {layout_5d(4, 1, 2, 1, 4, 0, ScheduleKind::one_f_one_b, 2), true},
+      {layout_5d(4, 1, 2, 1, 1, 1, ScheduleKind::zb_h1, 4)},
+      {layout_5d(1, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},  // 4 ranks
+      {layout_5d(2, 1, 1, 2, 1, 1, ScheduleKind::one_f_one_b, 2)},
+      {layout_5d(2, 1, 2, 1, 2, 0, ScheduleKind::one_f_one_b, 2), true},
+      {layout_5d(1, 1, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},  // 2 ranks
+      {layout_5d(1, 1, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2)},
   };
   std::vector<Planned> out;
   for (const Planned& p : all)
     if (p.layout.world() == W) out.push_back(p);
-  if (out.empty()) out.push_back({layout_of(W, 1, 1, 1, 1, 0, ScheduleKind::one_f_one_b, 2)});
+  if (out.empty()) out.push_back({layout_5d(W, 1, 1, 1, 1, 0, ScheduleKind::one_f_one_b, 2)});
   return out;
 }
 
@@ -162,7 +156,7 @@ std::vector<LayoutRun> train_layouts(Runtime& rt, const Setup& s, const std::str
     VariantRunner runner(comms.metrics(),
                          {cfg, p.layout.dp * p.layout.m * cfg.tokens_per_micro_batch(), s.progress, out});
     runs.push_back(run_layout(runner, comms.tensors(), comms.metrics(), cfg, *in.data, p.layout,
-                              s.progress.eval_every > 0 ? s.progress.eval_batches : 0));
+                              s.progress.held_out_batches()));
     if (rt.is_root()) print_layout_run(std::cout, runs.back());
   }
   if (rt.is_root()) layout_ranks_table(runs).write_csv(out + "/layout_ranks.csv");

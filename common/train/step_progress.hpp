@@ -39,6 +39,8 @@ struct ProgressFlags {
   bool evaluates(std::int64_t step, std::int64_t steps) const {
     return eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps);
   }
+  // The held-out batches an evaluation takes; 0 when the run evaluates nothing.
+  std::int64_t held_out_batches() const { return eval_every > 0 ? eval_batches : 0; }
 };
 
 void add_progress_flags(Cli& cli, std::int64_t eval_every_default = 0);

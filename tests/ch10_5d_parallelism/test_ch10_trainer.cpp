@@ -52,30 +52,22 @@ struct Case {
   bool moe = false;
 };
 
-Layout5d make(int dp, int tp, int pp, int cp, int ep, int zero, ScheduleKind s, int m, int v = 1,
-              ch07::CpAttention a = ch07::CpAttention::ring) {
-  Layout5d l;
-  l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.zero = zero, l.schedule = s, l.m = m, l.v = v;
-  l.attention = a;
-  return l;
-}
-
 std::vector<Case> cases_for(int world) {
   using ch07::CpAttention;
   const std::vector<Case> all = {
       // 8 ranks: three dimensions at once.
-      {make(2, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},
-      {make(1, 2, 2, 2, 1, 1, ScheduleKind::one_f_one_b, 2)},
-      {make(2, 2, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2, 1, CpAttention::all_gather)},
-      {make(2, 1, 2, 2, 1, 1, ScheduleKind::interleaved_1f1b, 2, 2, CpAttention::all_to_all)},
-      {make(4, 1, 2, 1, 1, 1, ScheduleKind::zb_h1, 2)},
-      {make(2, 1, 2, 1, 2, 0, ScheduleKind::one_f_one_b, 2), true},
-      {make(4, 1, 2, 1, 4, 0, ScheduleKind::afab, 2), true},
+      {layout_5d(2, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},
+      {layout_5d(1, 2, 2, 2, 1, 1, ScheduleKind::one_f_one_b, 2)},
+      {layout_5d(2, 2, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 2, 1, CpAttention::all_gather)},
+      {layout_5d(2, 1, 2, 2, 1, 1, ScheduleKind::interleaved_1f1b, 2, 2, CpAttention::all_to_all)},
+      {layout_5d(4, 1, 2, 1, 1, 1, ScheduleKind::zb_h1, 2)},
+      {layout_5d(2, 1, 2, 1, 2, 0, ScheduleKind::one_f_one_b, 2), true},
+      {layout_5d(4, 1, 2, 1, 4, 0, ScheduleKind::afab, 2), true},
       // 4 ranks: two at once.
-      {make(1, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},
-      {make(2, 1, 1, 2, 1, 1, ScheduleKind::one_f_one_b, 1)},
-      {make(1, 2, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 1)},
-      {make(2, 1, 2, 1, 2, 0, ScheduleKind::zb_h1, 2), true},
+      {layout_5d(1, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4)},
+      {layout_5d(2, 1, 1, 2, 1, 1, ScheduleKind::one_f_one_b, 1)},
+      {layout_5d(1, 2, 1, 2, 1, 0, ScheduleKind::one_f_one_b, 1)},
+      {layout_5d(2, 1, 2, 1, 2, 0, ScheduleKind::zb_h1, 2), true},
   };
   std::vector<Case> out;
   for (const Case& c : all)
@@ -184,7 +176,7 @@ TEST_CASE("without ZeRO the replicas average through chapter 04's buckets, launc
   const auto data = make_dataset("synthetic", cfg.seed);
   Tracer& tracer = Tracer::instance();
   for (const ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::zb_h1}) {
-    const Layout5d l = make(w.size() / 2, 1, 2, 1, 1, 0, kind, 2);
+    const Layout5d l = layout_5d(w.size() / 2, 1, 2, 1, 1, 0, kind, 2);
     INFO(l.label() << " " << ch08::schedule_kind_name(kind) << ", rank " << w.rank());
     Trainer5d trainer(w, cfg, l);
     const StageGradSync* sync = trainer.optimizer().gradient_sync();
@@ -269,14 +261,14 @@ TEST_CASE("layouts that cannot run are refused with the reason", "[ch10]") {
     }
     FAIL("accepted " << l.label());
   };
-  refused(make(2, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4), 6, dense, "does not match the 6 ranks");
-  refused(make(1, 3, 1, 1, 1, 0, ScheduleKind::one_f_one_b, 1), 3, dense, "");  // t = 3 does not divide the heads
-  refused(make(1, 1, 1, 3, 1, 0, ScheduleKind::one_f_one_b, 1), 3, dense, "not divisible by 2·cp");
-  refused(make(1, 1, 8, 1, 1, 0, ScheduleKind::one_f_one_b, 8), 8, dense, "");  // 4 layers, 8 stages
-  refused(make(1, 2, 2, 1, 1, 0, ScheduleKind::zb_h1, 4), 4, dense, "use afab, 1f1b or interleaved");
-  refused(make(2, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b, 1), 2, dense, "--zero 2");
-  refused(make(2, 1, 1, 1, 2, 0, ScheduleKind::one_f_one_b, 1), 2, dense, "needs a model with experts");
-  refused(make(1, 1, 1, 2, 2, 0, ScheduleKind::one_f_one_b, 1), 2, moe, "a mixture of experts with --cp 2");
-  refused(make(2, 1, 1, 1, 3, 0, ScheduleKind::one_f_one_b, 1), 2, moe, "");
-  refused(make(2, 1, 1, 1, 2, 1, ScheduleKind::one_f_one_b, 1), 2, moe, "--zero 1 with --ep 2");
+  refused(layout_5d(2, 2, 2, 1, 1, 0, ScheduleKind::one_f_one_b, 4), 6, dense, "does not match the 6 ranks");
+  refused(layout_5d(1, 3, 1, 1, 1, 0, ScheduleKind::one_f_one_b, 1), 3, dense, "");  // t = 3 does not divide the heads
+  refused(layout_5d(1, 1, 1, 3, 1, 0, ScheduleKind::one_f_one_b, 1), 3, dense, "not divisible by 2·cp");
+  refused(layout_5d(1, 1, 8, 1, 1, 0, ScheduleKind::one_f_one_b, 8), 8, dense, "");  // 4 layers, 8 stages
+  refused(layout_5d(1, 2, 2, 1, 1, 0, ScheduleKind::zb_h1, 4), 4, dense, "use afab, 1f1b or interleaved");
+  refused(layout_5d(2, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b, 1), 2, dense, "--zero 2");
+  refused(layout_5d(2, 1, 1, 1, 2, 0, ScheduleKind::one_f_one_b, 1), 2, dense, "needs a model with experts");
+  refused(layout_5d(1, 1, 1, 2, 2, 0, ScheduleKind::one_f_one_b, 1), 2, moe, "a mixture of experts with --cp 2");
+  refused(layout_5d(2, 1, 1, 1, 3, 0, ScheduleKind::one_f_one_b, 1), 2, moe, "");
+  refused(layout_5d(2, 1, 1, 1, 2, 1, ScheduleKind::one_f_one_b, 1), 2, moe, "--zero 1 with --ep 2");
 }

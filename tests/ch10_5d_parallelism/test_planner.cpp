@@ -23,6 +23,18 @@ using namespace usp::plan;
 
 namespace {
 
+// The 8.86B model (L = 32, h = 4096) at s = 4096, mbs 1, on tp × pp × dp with gas micro-batches.
+PlanLayout layout_886b(std::int64_t tp, std::int64_t pp, std::int64_t dp, std::int64_t gas) {
+  PlanLayout l;
+  l.setup.model = ModelConfig::builtin("playbook-8.86b");
+  l.setup.seq = 4096;
+  l.setup.tp = tp;
+  l.setup.pp = pp;
+  l.setup.dp = dp;
+  l.gas = gas;
+  return l;
+}
+
 PlanLayout dp_layout(std::int64_t dp, std::int64_t mbs, std::int64_t gas) {
   PlanLayout l;
   l.setup.model = ModelConfig::builtin("playbook-1.34b");
@@ -102,12 +114,7 @@ TEST_CASE("exercise 10.1 (b): TP's all-reduces per step at the bandwidth of the 
   // The 8.86B model (L = 32, h = 4096), s = 4096, mbs 1, tp 4 × pp 2, 16 micro-batches per step:
   // 4 all-reduces × 16 layers per stage × 16 micro-batches = 1024, each of 4096·4096·2 bytes
   // = 32 MiB moving 2·3/4 of that through each link, inside a node: 435.97 GB/s × 0.486 (kBandwidthEfficiency).
-  PlanLayout l;
-  l.setup.model = ModelConfig::builtin("playbook-8.86b");
-  l.setup.seq = 4096;
-  l.setup.tp = 4;
-  l.setup.pp = 2;
-  l.gas = 16;
+  PlanLayout l = layout_886b(4, 2, 1, 16);
   const double one = 4096.0 * 4096.0 * 2.0 * 1.5;
   CHECK(tp_seconds(l, cl) == Approx(1024.0 * one / (435.97e9 * 0.486)).epsilon(1e-12));
   CHECK(step_time(l, cl).tp == tp_seconds(l, cl));
@@ -136,12 +143,7 @@ TEST_CASE("the pipeline bubble is chapter 08's simulator's; CP and ZeRO-3 add th
   CHECK(bubble_ratio(ScheduleKind::one_f_one_b, 4, 8) == 3.0 / 8);
   CHECK(bubble_ratio(ScheduleKind::zb_h1, 4, 8) == 3.0 / 24);
   const Cluster cl = Cluster::playbook();
-  PlanLayout l;
-  l.setup.model = ModelConfig::builtin("playbook-8.86b");
-  l.setup.seq = 4096;
-  l.setup.pp = 4;
-  l.setup.dp = 2;
-  l.gas = 8;
+  PlanLayout l = layout_886b(1, 4, 2, 8);
   const StepTime one = step_time(l, cl);
   CHECK(one.pp_bubble == Approx(one.compute * 3.0 / 8).epsilon(1e-12));
   l.kind = ScheduleKind::zb_h1;
@@ -255,12 +257,7 @@ TEST_CASE("exercise 10.1 (d): the pipeline's point to point, fill and drain incl
   // The 8.86B model, dp 2 × pp 4, 8 micro-batches of one 4096-token sequence: each message is
   // 4096 × 4096 × 2 bytes; neighbouring stages are dp·tp·cp = 2 ranks apart, inside a node
   // (all-gather bus bandwidth 249.85 GB/s × 0.5); 2·8 messages and the 2·3 of the fill and drain.
-  PlanLayout l;
-  l.setup.model = ModelConfig::builtin("playbook-8.86b");
-  l.setup.seq = 4096;
-  l.setup.pp = 4;
-  l.setup.dp = 2;
-  l.gas = 8;
+  PlanLayout l = layout_886b(1, 4, 2, 8);
   const double one = 5e-6 + 4096.0 * 4096 * 2 / (249.85e9 * 0.5);
   INFO("exercise 10.1 (d): dp 2 × pp 4, 8 micro-batches: (16 + 6) messages of 32 MiB in a node");
   CHECK(pp_p2p_seconds(l, cl, fit) == Approx((16 + 6) * one).epsilon(1e-12));
@@ -288,10 +285,7 @@ TEST_CASE("the step model's own terms against hand-worked numbers (step_terms.hp
     // sequence: QKV [4096, 4096] x [4096, 1536], O [4096, 512] x [512, 4096], gate+up
     // [4096, 4096] x [4096, 3584], down [4096, 1792] x [1792, 4096]; each GEMM moves
     // 2(mk + kn + mn) bytes, 3 passes, 32 layers, at 3.35 TB/s.
-    PlanLayout l;
-    l.setup.model = ModelConfig::builtin("playbook-8.86b");
-    l.setup.seq = 4096;
-    l.setup.tp = 8;
+    PlanLayout l = layout_886b(8, 1, 1, 1);
     const double m = 4096;
     auto moved = [&](double k, double n) { return 2 * (m * k + k * n + m * n); };
     const double per_layer = moved(4096, 1536) + moved(512, 4096) + moved(4096, 3584) + moved(1792, 4096);
