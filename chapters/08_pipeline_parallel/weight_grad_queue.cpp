@@ -40,8 +40,10 @@ void WeightGradQueue::run(Key key) {
 }
 
 void WeightGradQueue::after_weight_grads(std::function<void()> then) {
-  if (open_) queued_[open_key_].push_back({.then = std::move(then)});
-  else then();
+  if (!open_) return then();
+  Product report;  // no product: the report, at this point of the queue
+  report.then = std::move(then);
+  queued_[open_key_].push_back(std::move(report));
 }
 
 void WeightGradQueue::weight_grad(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dw) {
