@@ -22,14 +22,6 @@ namespace usp {
 
 namespace {
 
-// One line to stderr in a single write, so that a message is never cut by another process's
-// output (mpirun prints its MPI_ABORT banner on the same terminal while the ranks stop).
-void say(const std::string& line) {
-  const std::string text = line + "\n";
-  std::fwrite(text.data(), 1, text.size(), stderr);
-  std::fflush(stderr);
-}
-
 #if defined(USP_HAVE_MPI)
 // The job's nodes as the ranks found them, for a job on more than one node (empty on one):
 //   "[usp] 4 ranks on 2 nodes (node-local ranks from MPI_COMM_TYPE_SHARED): ranks [0,1] local
@@ -96,7 +88,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     std::vector<int> where(2 * static_cast<std::size_t>(size_));
     MPI_Allgather(mine, 2, MPI_INT, where.data(), 2, MPI_INT, MPI_COMM_WORLD);
     if (rank_ == 0)
-      if (const std::string layout = node_layout(where); !layout.empty()) say(layout);
+      if (const std::string layout = node_layout(where); !layout.empty()) say_line(layout);
     world_ = make_mpi_world();
   }
 #else
@@ -237,7 +229,7 @@ void Runtime::agree_on(Communicator& comm, const std::function<void()>& step) {
   comm.all_reduce(first, ReduceOp::min);
   const int who = first.data<std::int32_t>()[0];
   if (who < size_) {
-    if (who == rank_) say("error: " + message);
+    if (who == rank_) say_line("error: " + message);
     throw CollectiveExit{2};
   }
 }
@@ -272,7 +264,7 @@ std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) 
              << "other ranks did not all finish the part within " << limit << " s (half of "
              << "USP_COMM_TIMEOUT): they are presumably inside it, waiting for this rank; an "
              << "exercise part must be implemented on every rank or on none";
-        say(line.str());
+        say_line(line.str());
         abort(1);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -296,14 +288,14 @@ std::string Runtime::skip_if_not_implemented(const std::function<void()>& part) 
     }
     line << " only, of " << size_ << " (the others finished the part); an exercise part must be "
          << "implemented on every rank or on none";
-    say(line.str());
+    say_line(line.str());
   }
   throw CollectiveExit{1};
 }
 
 int Runtime::fail_together(const std::string& line, int code) {
   if (size_ == 1) {
-    say(line);
+    say_line(line);
     return code;
   }
   // Every failing rank offers (1, a hash of its line); a rank that never comes is still working
@@ -319,7 +311,7 @@ int Runtime::fail_together(const std::string& line, int code) {
   const auto start = std::chrono::steady_clock::now();
   while (!agreed->test()) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > grace) {
-      say("[rank " + std::to_string(rank_) + "] " + line);
+      say_line("[rank " + std::to_string(rank_) + "] " + line);
       abort(code);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -328,9 +320,9 @@ int Runtime::fail_together(const std::string& line, int code) {
   bool alike = true;
   for (int r = 0; r < size_; ++r) alike = alike && all.data<std::int32_t>()[2 * r + 1] == hash;
   if (!alike)
-    say("[rank " + std::to_string(rank_) + "] " + line);  // every rank failed, each its own way
+    say_line("[rank " + std::to_string(rank_) + "] " + line);  // every rank failed, each its own way
   else if (rank_ == 0)
-    say(line + " (on every rank)");
+    say_line(line + " (on every rank)");
   return code;
 }
 
@@ -368,6 +360,12 @@ void Runtime::abort(int code) {
   std::_Exit(code);
 }
 
+void say_line(const std::string& line) {
+  const std::string text = line + "\n";
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
 int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
   ignore_file_size_signal();
   std::unique_ptr<Runtime> rt;
@@ -376,7 +374,7 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body) {
   } catch (const CollectiveExit& e) {
     return e.code;  // a bad environment, reported once
   } catch (const std::exception& e) {
-    say(std::string("fatal: could not start: ") + e.what());
+    say_line(std::string("fatal: could not start: ") + e.what());
     return 1;
   }
   const int rank = rt->rank();

@@ -118,4 +118,8 @@ int run(int argc, char** argv, const std::function<int(Runtime&)>& body);
 // mains take:  int main(int argc, char** argv) { return usp::run(argc, argv, run_chapter); }
 int run(int argc, char** argv, int (*chapter)(Runtime& rt, int argc, char** argv));
 
+// Writes line and a newline to stderr in a single write, so that another process's output on the
+// same terminal (another rank's, or mpirun's MPI_ABORT banner) never cuts a message in two.
+void say_line(const std::string& line);
+
 }  // namespace usp

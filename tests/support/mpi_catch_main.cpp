@@ -78,8 +78,9 @@ class RankFailureListener : public Catch::TestEventListenerBase {
     if (g_first_failure.empty()) g_first_failure = describe_failure(stats, test_case_);
     usp::Runtime& rt = usp::testing::runtime();
     if (rt.size() == 1 || !cuts_test_case_short(r)) return true;
-    std::cerr << "[rank " << rt.rank() << "] fatal: " << describe_failure(stats, test_case_, "stopped on this rank at")
-              << " -- the other ranks cannot go on without it, so the job ends here" << std::endl;
+    usp::say_line("[rank " + std::to_string(rt.rank()) + "] fatal: " +
+                  describe_failure(stats, test_case_, "stopped on this rank at") +
+                  " -- the other ranks cannot go on without it, so the job ends here");
     rt.abort(1);
   }
 
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
   try {
     failed = session.run();
   } catch (const std::exception& e) {
-    std::cerr << "[rank " << rt.rank() << "] test session threw: " << e.what() << "\n";
+    usp::say_line("[rank " + std::to_string(rt.rank()) + "] test session threw: " + e.what());
     rt.abort(1);
   }
 
