@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "chapters/05_zero/unit_schedule.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/train/training_summary.hpp"
 #include "common/train/variant_numbers.hpp"
 #include "common/train/variants_report.hpp"
@@ -15,8 +16,7 @@ namespace {
 constexpr double kMiB = 1048576.0;
 constexpr CommOp kCollectives[] = {CommOp::all_reduce, CommOp::reduce_scatter, CommOp::all_gather};
 
-// zero_stages.csv's columns; the measured ones, from peak_parameter to max_units_held (steps
-// aside), are what each rank contributes, in this order.
+// zero_stages.csv's columns, one row per stage and rank (rank_row).
 report::Table stage_numbers_table() {
   std::vector<report::Column> c = {{.key = "stage"}, {.key = "label"}, {.key = "prefetch"}, {.key = "rank"}};
   add_memory_columns(c, "peak_", MemColumns::all);
@@ -30,21 +30,23 @@ report::Table stage_numbers_table() {
   return report::Table(std::move(c));
 }
 
-std::vector<std::int64_t> measured(const StageResult& r) {
-  std::vector<std::int64_t> v;
+// This rank's row of that table.
+std::vector<report::Value> rank_row(const StageResult& r, int rank, std::int64_t steps) {
+  std::vector<report::Value> v = {std::int64_t{r.options.stage}, stage_label(r.options),
+                                  std::int64_t{r.options.prefetch ? 1 : 0}, std::int64_t{rank}};
   add_memory_values(v, r.peak, MemColumns::all);
   add_memory_values(v, r.resident, MemColumns::state);
   v.insert(v.end(), {r.formula.parameters, r.formula.gradients, r.formula.optimizer, r.peak.total()});
-  for (CommOp op : kCollectives) v.push_back(static_cast<std::int64_t>(r.comm.sent(op)));
-  v.push_back(static_cast<std::int64_t>(r.comm.total_sent()));
-  v.push_back(r.max_units_held);
+  for (CommOp op : kCollectives) v.emplace_back(static_cast<std::int64_t>(r.comm.sent(op)));
+  v.insert(v.end(), {static_cast<std::int64_t>(r.comm.total_sent()), steps, r.max_units_held});
   return v;
 }
 
+// The mean over the ranks of a number each measured.
 double rank_mean(Communicator& metrics, double v) {
-  Tensor t = Tensor::from_floats({static_cast<float>(v)}, {1});
-  metrics.all_reduce(t, ReduceOp::avg);
-  return static_cast<double>(t.to_floats()[0]);
+  double sum = 0;
+  for (double x : report::gather_rows(metrics, v)) sum += x;
+  return sum / metrics.size();
 }
 
 // Stage i's label, then rank 0's values of `keys`, each divided by `divisor`.
@@ -71,17 +73,7 @@ std::int64_t StagesReport::rank0(std::size_t i, const std::string& key) const {
 
 StagesReport gather_stages(Communicator& metrics, std::vector<StageResult> results, std::int64_t steps) {
   StagesReport s{std::move(results), stage_numbers_table(), {}, metrics.size(), steps};
-  for (const StageResult& r : s.results) {
-    const auto per_rank = gather_int64(metrics, measured(r));
-    for (int k = 0; k < s.dp; ++k) {
-      const std::vector<std::int64_t>& v = per_rank[static_cast<std::size_t>(k)];
-      std::vector<report::Value> row = {std::int64_t{r.options.stage}, stage_label(r.options),
-                                        std::int64_t{r.options.prefetch ? 1 : 0}, std::int64_t{k}};
-      row.insert(row.end(), v.begin(), v.end() - 1);
-      row.insert(row.end(), {steps, v.back()});
-      s.numbers.add(std::move(row));
-    }
-  }
+  for (const StageResult& r : s.results) report::add_every_rank_row(metrics, s.numbers, rank_row(r, metrics.rank(), steps));
   for (const StageResult& r : s.results)
     s.overlap.push_back({rank_mean(metrics, r.gather_hidden), rank_mean(metrics, r.reduce_hidden),
                          rank_mean(metrics, r.traced_step_ms)});

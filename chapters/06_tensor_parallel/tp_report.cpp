@@ -1,9 +1,9 @@
 #include "chapters/06_tensor_parallel/tp_report.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
+#include "common/report/row_gather.hpp"
 #include "common/train/training_summary.hpp"
 #include "common/train/variant_numbers.hpp"
 #include "common/train/variants_report.hpp"
@@ -22,13 +22,11 @@ const std::vector<GroupOps> kGroups = {{"tp", {CommOp::all_reduce, CommOp::reduc
 std::string tp_key(const char* what, CommOp op) { return traffic_key(what, "tp", op); }
 std::string dp_key(const char* what) { return traffic_key(what, "dp", CommOp::all_reduce); }
 
-// tp_variants.csv's columns: the variant's description, then what each rank contributes
-// (measured(), in this order), then the step time and the throughput.
+// tp_variants.csv's columns: the variant's description, then what each rank measured
+// (rank_row, in this order), the step time and the throughput.
 report::Table variant_numbers_table() {
   std::vector<report::Column> c = {{.key = "label"}, {.key = "tp"}, {.key = "sp"}, {.key = "dp"},
-                                   {.key = "micro_batches"}, {.key = "rank"}};
-  c.push_back({.key = "tp_rank"});
-  c.push_back({.key = "dp_rank"});
+                                   {.key = "micro_batches"}, {.key = "rank"}, {.key = "tp_rank"}, {.key = "dp_rank"}};
   add_rank_memory_columns(c);
   c.push_back({.key = "layer_activation_measured"});
   c.push_back({.key = "layer_activation_formula"});
@@ -39,15 +37,20 @@ report::Table variant_numbers_table() {
   return report::Table(std::move(c));
 }
 
-std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
-  std::vector<std::int64_t> v = {r.tp_rank, r.dp_rank};
+// This rank's row of that table.
+std::vector<report::Value> rank_row(const VariantResult& r, int rank, std::int64_t steps, double tokens_per_step) {
+  const TpLayout& l = r.variant.layout;
+  std::vector<report::Value> v = {l.label(),           std::int64_t{l.tp},     std::int64_t{l.sp ? 1 : 0},
+                                  std::int64_t{l.dp},  r.variant.micro_batches, std::int64_t{rank},
+                                  std::int64_t{r.tp_rank}, std::int64_t{r.dp_rank}};
   add_rank_memory_values(v, r.memory);
   v.insert(v.end(), {r.layer_saved, r.layer_formula});
   const std::vector<GroupTraffic> traffic = {{r.tp_comm, r.counted.tp_bytes, r.counted.tp_calls},
                                              {r.dp_comm, r.counted.dp_bytes, r.counted.dp_calls}};
   add_traffic_values(v, kGroups, traffic, steps);
-  v.push_back(traffic_matches_count(traffic, steps) ? 1 : 0);
-  v.push_back(static_cast<std::int64_t>(std::llround(r.median_step_seconds() * 1e9)));
+  v.emplace_back(std::int64_t{traffic_matches_count(traffic, steps) ? 1 : 0});
+  const double seconds = r.median_step_seconds();
+  v.insert(v.end(), {seconds, seconds > 0 ? tokens_per_step / seconds : 0.0});
   return v;
 }
 
@@ -78,20 +81,8 @@ bool VariantsReport::all_equal(const std::string& key, const std::string& other)
 VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult> results, std::int64_t steps,
                                double tokens_per_step, LossAgreement losses) {
   VariantsReport r{{std::move(results), variant_numbers_table(), metrics.size(), steps, tokens_per_step, losses}};
-  for (const VariantResult& v : r.results) {
-    const auto per_rank = gather_int64(metrics, measured(v, steps));
-    const TpLayout& l = v.variant.layout;
-    for (int k = 0; k < r.world; ++k) {
-      const std::vector<std::int64_t>& m = per_rank[static_cast<std::size_t>(k)];
-      std::vector<report::Value> row = {l.label(), std::int64_t{l.tp}, std::int64_t{l.sp ? 1 : 0}, std::int64_t{l.dp},
-                                        v.variant.micro_batches, std::int64_t{k}};
-      row.insert(row.end(), m.begin(), m.end() - 1);
-      const double seconds = static_cast<double>(m.back()) / 1e9;
-      row.emplace_back(seconds);
-      row.emplace_back(seconds > 0 ? tokens_per_step / seconds : 0.0);
-      r.numbers.add(std::move(row));
-    }
-  }
+  for (const VariantResult& v : r.results)
+    report::add_every_rank_row(metrics, r.numbers, rank_row(v, metrics.rank(), steps, tokens_per_step));
   return r;
 }
 

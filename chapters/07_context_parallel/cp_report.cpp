@@ -1,9 +1,9 @@
 #include "chapters/07_context_parallel/cp_report.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
+#include "common/report/row_gather.hpp"
 #include "common/train/training_summary.hpp"
 #include "common/train/variant_numbers.hpp"
 #include "common/train/variants_report.hpp"
@@ -23,8 +23,8 @@ const std::vector<GroupOps> kGroups = {{"cp", {std::begin(kCpOps), std::end(kCpO
 std::string cp_key(const char* what, CommOp op) { return traffic_key(what, "cp", op); }
 std::string dp_cp_key(const char* what) { return traffic_key(what, "dp_cp", CommOp::all_reduce); }
 
-// cp_variants.csv's columns: the variant's description, then what each rank contributes
-// (measured(), in this order), then the times and the throughput.
+// cp_variants.csv's columns: the variant's description, then what each rank measured
+// (rank_row, in this order), the times and the throughput.
 report::Table variant_numbers_table() {
   std::vector<report::Column> c = {{.key = "label"}, {.key = "attention"}, {.key = "sharding"}, {.key = "cp"},
                                    {.key = "dp"},    {.key = "micro_batches"}, {.key = "rank"}};
@@ -42,12 +42,17 @@ report::Table variant_numbers_table() {
   return report::Table(std::move(c));
 }
 
-// The integers measured() ends with: the attention's seconds and the step's (in ns), the hidden
-// fraction (in 1e-9), converted back to numbers by gather_variants.
-constexpr std::size_t kTimeFields = 3;
+// The variant's description: the first columns of both tables.
+std::vector<report::Value> layout_cells(const CpLayout& l) {
+  return {l.label(), std::string(attention_name(l.attention)), std::string(sharding_name(l.sharding)),
+          std::int64_t{l.cp}};
+}
 
-std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
-  std::vector<std::int64_t> v = {r.cp_rank, r.dp_rank};
+// This rank's row of cp_variants.csv.
+std::vector<report::Value> rank_row(const VariantResult& r, int rank, std::int64_t steps, double tokens_per_step) {
+  std::vector<report::Value> v = layout_cells(r.variant.layout);
+  v.insert(v.end(), {std::int64_t{r.variant.layout.dp}, r.variant.micro_batches, std::int64_t{rank},
+                     std::int64_t{r.cp_rank}, std::int64_t{r.dp_rank}});
   add_rank_memory_values(v, r.memory);
   std::int64_t blocks = 0;
   for (const auto& s : r.blocks_per_step) blocks += static_cast<std::int64_t>(s.size());
@@ -55,10 +60,9 @@ std::vector<std::int64_t> measured(const VariantResult& r, std::int64_t steps) {
   const std::vector<GroupTraffic> traffic = {{r.cp_comm, r.counted.cp_bytes, r.counted.cp_calls},
                                              {r.dp_cp_comm, r.counted.dp_cp_bytes, r.counted.dp_cp_calls}};
   add_traffic_values(v, kGroups, traffic, steps);
-  v.push_back(traffic_matches_count(traffic, steps) ? 1 : 0);
-  v.push_back(std::llround(r.median_attention_seconds() * 1e9));
-  v.push_back(std::llround(r.hidden * 1e9));
-  v.push_back(std::llround(r.median_step_seconds() * 1e9));
+  v.emplace_back(std::int64_t{traffic_matches_count(traffic, steps) ? 1 : 0});
+  const double seconds = r.median_step_seconds();
+  v.insert(v.end(), {r.median_attention_seconds(), r.hidden, seconds, seconds > 0 ? tokens_per_step / seconds : 0.0});
   return v;
 }
 
@@ -67,13 +71,16 @@ report::Table blocks_table() {
                         {.key = "step"}, {.key = "q_chunk"}, {.key = "k_chunk"}, {.key = "diagonal"}});
 }
 
-// This rank's blocks as (step, q_chunk, k_chunk, diagonal) quadruples, padded with -1 to `length`.
-std::vector<std::int64_t> flat_blocks(const VariantResult& r, std::size_t length) {
-  std::vector<std::int64_t> v;
+// A block this rank computed, and at which step.
+struct StepBlock {
+  std::int64_t step = 0;
+  Block block;
+};
+
+std::vector<StepBlock> step_blocks(const VariantResult& r) {
+  std::vector<StepBlock> v;
   for (std::size_t step = 0; step < r.blocks_per_step.size(); ++step)
-    for (const Block& b : r.blocks_per_step[step])
-      v.insert(v.end(), {static_cast<std::int64_t>(step), b.q_chunk, b.k_chunk, b.diagonal ? 1 : 0});
-  v.resize(length, -1);
+    for (const Block& b : r.blocks_per_step[step]) v.push_back({static_cast<std::int64_t>(step), b});
   return v;
 }
 
@@ -94,33 +101,17 @@ VariantsReport gather_variants(Communicator& metrics, std::vector<VariantResult>
                    blocks_table()};
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     const VariantResult& v = r.results[i];
-    const CpLayout& l = v.variant.layout;
-    const auto per_rank = gather_int64(metrics, measured(v, steps));
-    for (int k = 0; k < r.world; ++k) {
-      const std::vector<std::int64_t>& m = per_rank[static_cast<std::size_t>(k)];
-      std::vector<report::Value> row = {l.label(), std::string(attention_name(l.attention)),
-                                        std::string(sharding_name(l.sharding)), std::int64_t{l.cp},
-                                        std::int64_t{l.dp}, v.variant.micro_batches, std::int64_t{k}};
-      row.insert(row.end(), m.begin(), m.end() - kTimeFields);
-      const double attention = static_cast<double>(m[m.size() - 3]) / 1e9;
-      const double hidden = static_cast<double>(m[m.size() - 2]) / 1e9;
-      const double seconds = static_cast<double>(m.back()) / 1e9;
-      row.insert(row.end(), {attention, hidden, seconds, seconds > 0 ? tokens_per_step / seconds : 0.0});
-      r.numbers.add(std::move(row));
-    }
+    report::add_every_rank_row(metrics, r.numbers, rank_row(v, metrics.rank(), steps, tokens_per_step));
     // The blocks of the first replica's cp ranks (the other replicas compute the same).
-    std::int64_t mine = 0;
-    for (const auto& s : v.blocks_per_step) mine += 4 * static_cast<std::int64_t>(s.size());
-    std::int64_t longest = 0;
-    for (const auto& n : gather_int64(metrics, {mine})) longest = std::max(longest, n[0]);
-    const auto blocks = gather_int64(metrics, flat_blocks(v, static_cast<std::size_t>(longest)));
+    const std::vector<std::vector<StepBlock>> blocks = report::gather_row_lists(metrics, step_blocks(v));
     for (int k = 0; k < r.world; ++k) {
       if (as_int(r.at(i, k, "dp_rank")) != 0) continue;
-      const std::int64_t cp_rank = as_int(r.at(i, k, "cp_rank"));
-      const std::vector<std::int64_t>& b = blocks[static_cast<std::size_t>(k)];
-      for (std::size_t i = 0; i + 3 < b.size() && b[i] >= 0; i += 4)
-        r.blocks.add({l.label(), std::string(attention_name(l.attention)), std::string(sharding_name(l.sharding)),
-                      std::int64_t{l.cp}, cp_rank, b[i], b[i + 1], b[i + 2], b[i + 3]});
+      for (const StepBlock& b : blocks[static_cast<std::size_t>(k)]) {
+        std::vector<report::Value> row = layout_cells(v.variant.layout);
+        row.insert(row.end(), {r.at(i, k, "cp_rank"), b.step, std::int64_t{b.block.q_chunk},
+                               std::int64_t{b.block.k_chunk}, std::int64_t{b.block.diagonal ? 1 : 0}});
+        r.blocks.add(std::move(row));
+      }
     }
   }
   return r;

@@ -72,7 +72,7 @@ EpResult run_ep_variant(VariantRunner& runner, Communicator& world, Communicator
     }
     for (const MoeRouting& m : trainer.routing()) counts.insert(counts.end(), m.kept.begin(), m.kept.end());
     const std::vector<StepRow> all = report::gather_rows(metrics, mine);
-    const auto all_counts = gather_int64(metrics, counts);
+    const auto all_counts = report::gather_row_lists(metrics, counts);
     const std::size_t n = trainer.routing().size() * static_cast<std::size_t>(E);
     double aux_sum = 0;
     std::vector<std::int64_t> routed(n, 0), kept(n, 0);

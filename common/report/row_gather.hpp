@@ -4,6 +4,7 @@
 //   struct Held { std::int64_t params, peak_bytes; double step_ms; };  // trivially copyable
 //   std::vector<Held> all = report::gather_rows(metrics, Held{...});    // all[r]: rank r's row
 //   auto ops = report::gather_row_lists(pp, my_ops);                    // ops[r][i]: lists of any length
+//   report::add_every_rank_row(metrics, table, {label, std::int64_t{rank}, seconds});  // a Table's row
 //
 // A row is a trivially copyable struct (numbers, enums, fixed arrays; no strings or pointers); it
 // travels as its bytes in one all_gather (gather_row_lists: one for the lengths, one for the
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "common/comm/communicator.hpp"
+#include "common/report/table.hpp"
 
 namespace usp::report {
 
@@ -51,5 +53,11 @@ std::vector<std::vector<Row>> gather_row_lists(Communicator& comm, const std::ve
   }
   return lists;
 }
+
+// A report::Table's row from every rank, added to `table` in rank order (rank r's row becomes row
+// rows() + r). Every cell travels as the kind it is (integer, number, text, flag, list of
+// numbers), so a rank's row is written once, as the table shows it. Collective over comm; every
+// rank's row has the table's columns, and every rank's table gets every row.
+void add_every_rank_row(Communicator& comm, Table& table, const std::vector<Value>& mine);
 
 }  // namespace usp::report

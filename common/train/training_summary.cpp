@@ -8,14 +8,6 @@
 
 namespace usp {
 
-std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const std::vector<std::int64_t>& mine) {
-  const std::size_t bytes = mine.size() * sizeof(std::int64_t);
-  const std::vector<std::byte> got = report::gather_bytes(comm, mine.data(), bytes);
-  std::vector<std::vector<std::int64_t>> all(static_cast<std::size_t>(comm.size()), std::vector<std::int64_t>(mine.size()));
-  for (std::size_t r = 0; bytes > 0 && r < all.size(); ++r) std::memcpy(all[r].data(), got.data() + r * bytes, bytes);
-  return all;
-}
-
 OpenSummary::OpenSummary(const Cli& cli, const std::string& chapter)
     : out(cli.get_string("out")), summary{.chapter = chapter, .losses = {}, .flags_json = cli.values_json()} {
   make_dirs(out);
@@ -35,7 +27,7 @@ void write_training_summary(Communicator& world, const std::string& path, const 
   mine.push_back(tracker.peak_total());
   const CommStats stats = s.comm ? *s.comm : world.stats();
   for (int op = 0; op < kNumCommOps; ++op) mine.push_back(static_cast<std::int64_t>(stats.bytes_sent[static_cast<std::size_t>(op)]));
-  const auto all = gather_int64(world, mine);
+  const auto all = report::gather_row_lists(world, mine);
   if (world.rank() != 0) return;
   if (!s.non_finite_is_result) require_finite_losses(s.losses);
 

@@ -32,11 +32,6 @@ struct TrainingSummary {
   bool non_finite_is_result = false;
 };
 
-// Every rank's values gathered on every rank (collective over comm, on whatever device its tensors
-// live: a device communicator's go through its device): [rank][i]. Every rank sends as many.
-// Rows of other types: report/row_gather.hpp.
-std::vector<std::vector<std::int64_t>> gather_int64(Communicator& comm, const std::vector<std::int64_t>& mine);
-
 // Gathers this rank's tracker peaks and comm stats, and writes path on rank 0; on rank 0, a
 // non-finite loss in s.losses is a fatal error first (require_finite_losses).
 void write_training_summary(Communicator& world, const std::string& path, const TrainingSummary& s);

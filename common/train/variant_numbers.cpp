@@ -21,8 +21,8 @@ void add_memory_columns(std::vector<report::Column>& columns, const std::string&
   for (MemCategory m : mem_categories(which)) columns.push_back({.key = prefix + mem_category_name(m)});
 }
 
-void add_memory_values(std::vector<std::int64_t>& row, const MemCounts& counts, MemColumns which) {
-  for (MemCategory m : mem_categories(which)) row.push_back(counts[m]);
+void add_memory_values(std::vector<report::Value>& row, const MemCounts& counts, MemColumns which) {
+  for (MemCategory m : mem_categories(which)) row.emplace_back(counts[m]);
 }
 
 RankMemory settled_memory(const std::vector<Communicator*>& groups) {
@@ -37,9 +37,9 @@ void add_rank_memory_columns(std::vector<report::Column>& columns) {
   add_memory_columns(columns, "resident_", MemColumns::state);
 }
 
-void add_rank_memory_values(std::vector<std::int64_t>& row, const RankMemory& m) {
+void add_rank_memory_values(std::vector<report::Value>& row, const RankMemory& m) {
   add_memory_values(row, m.peak, MemColumns::all);
-  row.push_back(m.peak_total);
+  row.emplace_back(m.peak_total);
   add_memory_values(row, m.resident, MemColumns::state);
 }
 
@@ -53,7 +53,7 @@ void add_traffic_columns(std::vector<report::Column>& columns, const std::vector
       for (CommOp op : g.ops) columns.push_back({.key = traffic_key(what, g.group, op)});
 }
 
-void add_traffic_values(std::vector<std::int64_t>& row, const std::vector<GroupOps>& groups,
+void add_traffic_values(std::vector<report::Value>& row, const std::vector<GroupOps>& groups,
                         const std::vector<GroupTraffic>& traffic, std::int64_t steps) {
   for (int what = 0; what < 4; ++what)  // kWhat's order: measured bytes, counted, measured calls, counted
     for (std::size_t g = 0; g < groups.size(); ++g)
@@ -63,7 +63,7 @@ void add_traffic_values(std::vector<std::int64_t>& row, const std::vector<GroupO
         const std::uint64_t x = what == 0 ? t.measured.sent(op) : what == 1 ? t.bytes[i]
                                 : what == 2 ? t.measured.count(op) : t.calls[i];
         // The measured numbers are over all steps; the counts per step.
-        row.push_back(static_cast<std::int64_t>(x) / (what % 2 == 0 ? steps : 1));
+        row.emplace_back(static_cast<std::int64_t>(x) / (what % 2 == 0 ? steps : 1));
       }
 }
 

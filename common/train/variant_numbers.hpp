@@ -26,7 +26,7 @@ std::vector<MemCategory> mem_categories(MemColumns which);  // in MemCategory's 
 // One column `<prefix><category>` per category, in MemCategory's order ("peak_", "resident_").
 void add_memory_columns(std::vector<report::Column>& columns, const std::string& prefix, MemColumns which);
 // The values of those columns: counts[category], in the same order.
-void add_memory_values(std::vector<std::int64_t>& row, const MemCounts& counts, MemColumns which);
+void add_memory_values(std::vector<report::Value>& row, const MemCounts& counts, MemColumns which);
 
 // This rank's tracked memory at the end of a variant's steps.
 struct RankMemory {
@@ -41,7 +41,7 @@ struct RankMemory {
 RankMemory settled_memory(const std::vector<Communicator*>& groups);
 // The columns peak_<category> (all), peak_total, resident_<category> (state), and their values.
 void add_rank_memory_columns(std::vector<report::Column>& columns);
-void add_rank_memory_values(std::vector<std::int64_t>& row, const RankMemory& m);
+void add_rank_memory_values(std::vector<report::Value>& row, const RankMemory& m);
 
 // The ops a group's columns show, and its name in them ("tp", "dp_cp").
 struct GroupOps {
@@ -61,7 +61,7 @@ std::string traffic_key(const std::string& what, const std::string& group, CommO
 // The columns of every group's ops, for what = sent, counted, calls, counted_calls in turn.
 void add_traffic_columns(std::vector<report::Column>& columns, const std::vector<GroupOps>& groups);
 // Their values: traffic[g] is groups[g]'s; the measured bytes and calls divided by `steps`.
-void add_traffic_values(std::vector<std::int64_t>& row, const std::vector<GroupOps>& groups,
+void add_traffic_values(std::vector<report::Value>& row, const std::vector<GroupOps>& groups,
                         const std::vector<GroupTraffic>& traffic, std::int64_t steps);
 // Whether every group sent exactly steps × its count, bytes and calls of every op (not only the
 // ones its columns show, and over all steps: per step would round).

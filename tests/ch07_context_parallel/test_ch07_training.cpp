@@ -14,6 +14,7 @@
 
 #include "chapters/07_context_parallel/cp_run.hpp"
 #include "chapters/07_context_parallel/cp_trainer.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/comm/comm_volume.hpp"
 #include "common/data/tokens_at.hpp"
 #include "common/device.hpp"
@@ -255,9 +256,7 @@ TEST_CASE("zig-zag gives every rank the same attention work; contiguous gives ra
       trainer.step(rank_micro_batches(*data, 0, 0, 1, cfg.mbs, cfg.seq));
       const AttentionWork& work = trainer.attention().work();
       CHECK(work.compute_seconds > 0);
-      const auto blocks = gather_int64(trainer.cp(), {work.blocks()});
-      std::vector<std::int64_t> per_rank;
-      for (const auto& b : blocks) per_rank.push_back(b[0]);
+      const std::vector<std::int64_t> per_rank = report::gather_rows(trainer.cp(), std::int64_t{work.blocks()});
       INFO("blocks per rank: " << Catch::Detail::stringify(per_rank));
       if (s == CpSharding::contiguous) {
         // Rank r's queries see its own chunk (the diagonal) and the r chunks before it.

@@ -16,6 +16,7 @@
 #include "chapters/09_expert_parallel/all_to_all_experts.hpp"
 #include "chapters/09_expert_parallel/ep_run.hpp"
 #include "chapters/09_expert_parallel/ep_trainer.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/device.hpp"
 #include "common/rng.hpp"
 #include "common/train/training_summary.hpp"
@@ -248,7 +249,7 @@ TEST_CASE("EP training equals the single-rank MoE: losses, gradients, parameters
         // backward (four all-to-all-v of [rows, C] f32); this rank puts on the wire the rows it
         // sends to other ranks' experts and the results of other ranks' rows it computed.
         const std::int64_t E = cfg.model.experts, L = E / layout.ep, me = trainer.ep().rank();
-        const auto all_kept = gather_int64(trainer.ep(), got_kept);
+        const auto all_kept = report::gather_row_lists(trainer.ep(), got_kept);
         std::int64_t out = 0, in = 0;
         for (std::size_t s = 0; s < all_kept.size(); ++s)
           for (std::int64_t l = 0; l < cfg.model.layers; ++l)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chapters/10_5d_parallelism/trainer_5d.hpp"
+#include "common/report/row_gather.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/device.hpp"
 #include "common/memory_tracker.hpp"
@@ -244,7 +245,7 @@ TEST_CASE("each rank holds the calculator's parameter, gradient and optimizer by
     const std::int64_t mine = held_bytes(MemCategory::OptimizerState);
     CHECK(mine == 8 * trainer.optimizer().state_elements());
     std::int64_t largest = mine;
-    for (const auto& v : gather_int64(trainer.mesh().dp_cp(), {mine})) largest = std::max(largest, v[0]);
+    for (std::int64_t v : report::gather_rows(trainer.mesh().dp_cp(), mine)) largest = std::max(largest, v);
     CHECK(largest == want.optimizer);
   }
 }

@@ -47,3 +47,29 @@ TEST_CASE("row gather: lists of different lengths keep their lengths", "[core][r
     for (int i = 0; i < r; ++i) CHECK((all[r][i].rank == i && all[r][i].value == 1.5 * i && all[r][i].tag == 'x'));
   }
 }
+
+TEST_CASE("row gather: a table's row from every rank, each cell the kind it was", "[core][report][mpi]") {
+  using usp::report::Value;
+  usp::Communicator& w = usp::testing::world();
+  usp::report::Table t({{.key = "label"}, {.key = "rank"}, {.key = "seconds"}, {.key = "ok"}, {.key = "losses"}});
+  t.add({std::string("before"), std::int64_t{-1}, 0.0, false, std::vector<double>{}});  // rows already there stay
+  // Rank r: a text of r characters (rank 0's empty), an integer beyond 32 bits, a double no
+  // integer keeps, a flag, a list of r numbers.
+  const int r = w.rank();
+  std::vector<double> losses;
+  for (int i = 0; i < r; ++i) losses.push_back(0.1 * i - 1e-300);
+  usp::report::add_every_rank_row(w, t, {std::string(static_cast<std::size_t>(r), 'x'),
+                                          (std::int64_t{1} << 40) + r, 0.1 * (r + 1), r % 2 == 1, losses});
+  REQUIRE(t.rows() == static_cast<std::size_t>(w.size()) + 1);
+  for (int k = 0; k < w.size(); ++k) {
+    const std::size_t row = static_cast<std::size_t>(k) + 1;
+    INFO("rank " << r << ", rank " << k << "'s row");
+    CHECK(std::get<std::string>(t.at(row, "label")) == std::string(static_cast<std::size_t>(k), 'x'));
+    CHECK(std::get<std::int64_t>(t.at(row, "rank")) == (std::int64_t{1} << 40) + k);
+    CHECK(std::get<double>(t.at(row, "seconds")) == 0.1 * (k + 1));
+    CHECK(std::get<bool>(t.at(row, "ok")) == (k % 2 == 1));
+    const auto& got = std::get<std::vector<double>>(t.at(row, "losses"));
+    REQUIRE(got.size() == static_cast<std::size_t>(k));
+    for (int i = 0; i < k; ++i) CHECK(got[static_cast<std::size_t>(i)] == 0.1 * i - 1e-300);
+  }
+}
