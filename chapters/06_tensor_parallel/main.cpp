@@ -222,7 +222,7 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const Varian
   JsonWriter j;
   j.begin_object().field("world", world).field("grad_acc", setup.grad_acc);
   j.field("global_batch", world * setup.grad_acc * cfg.mbs).field("num_parameters", cfg.model.num_parameters());
-  write_variants_json(j, report);
+  write_variants_json(j, report, variant_name);
   const VariantResult& last = report.results.back();
   write_validation_json(j, last.val_steps, last.val_losses);
   j.end_object();

@@ -159,9 +159,4 @@ void print_speed(std::ostream& out, const VariantsReport& r) {
          "   before the next can start, which is why TP stays within a node's fast links)\n";
 }
 
-void write_variants_json(JsonWriter& j, const VariantsReport& r) {
-  write_agreement_json(j, r.losses);
-  write_variants_array(j, losses_of(r), r.numbers, r.world);
-}
-
 }  // namespace usp::ch06

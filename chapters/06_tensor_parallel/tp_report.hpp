@@ -34,7 +34,4 @@ void print_comm(std::ostream& out, const VariantsReport& r);
 // 4. step time and throughput.
 void print_speed(std::ostream& out, const VariantsReport& r);
 
-// summary.json's "variants" (per variant: the losses and rank 0's numbers) and "losses_agree".
-void write_variants_json(JsonWriter& j, const VariantsReport& r);
-
 }  // namespace usp::ch06

@@ -239,10 +239,4 @@ void print_speed(std::ostream& out, const VariantsReport& r) {
          "   their collectives before they compute)\n";
 }
 
-void write_variants_json(JsonWriter& j, const VariantsReport& r) {
-  write_agreement_json(j, r.losses);
-  j.field("comm_matches_count", r.comm_matches_count());
-  write_variants_array(j, losses_of(r), r.numbers, r.world);
-}
-
 }  // namespace usp::ch07

@@ -212,7 +212,8 @@ void write_summary(Runtime& rt, const Cli& cli, const Setup& setup, const Varian
   j.begin_object().field("world", rt.size()).field("dp", setup.dp).field("cp", setup.cp);
   j.field("grad_acc", setup.grad_acc).field("global_batch", setup.dp * setup.grad_acc * cfg.mbs);
   j.field("num_parameters", cfg.model.num_parameters());
-  write_variants_json(j, report);
+  write_variants_json(j, report, variant_name);
+  j.field("comm_matches_count", report.comm_matches_count());
   const VariantResult& last = report.results.back();
   write_validation_json(j, last.val_steps, last.val_losses);
   j.end_object();

@@ -81,4 +81,11 @@ void write_agreement_json(JsonWriter& j, const LossAgreement& agreement);
 void write_variants_array(JsonWriter& j, const std::vector<VariantLosses>& variants, const report::Table& numbers,
                           int world);
 
+// Both of the above for a chapter's table; name(layout): a variant's file name.
+template <class Result, class Name>
+void write_variants_json(JsonWriter& j, const VariantsTable<Result>& table, Name name) {
+  write_agreement_json(j, table.losses);
+  write_variants_array(j, variant_losses(table.results, name), table.numbers, table.world);
+}
+
 }  // namespace usp
