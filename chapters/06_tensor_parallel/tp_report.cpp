@@ -56,14 +56,6 @@ std::vector<report::Value> rank_row(const VariantResult& r, int rank, std::int64
 
 std::int64_t as_int(const report::Value& v) { return std::get<std::int64_t>(v); }
 
-// The variant's label, then rank 0's values of `keys`.
-std::vector<report::Value> rank0_row(const VariantsReport& r, std::size_t i, const std::vector<std::string>& keys) {
-  std::vector<report::Value> row;
-  row.emplace_back(r.results[i].variant.layout.label());
-  for (const std::string& k : keys) row.push_back(r.at(i, 0, k));
-  return row;
-}
-
 // The layout's label, padded to 18 characters on the terminal.
 report::Column label_column() { return padded_label_column(18); }
 
@@ -102,7 +94,7 @@ void print_memory(std::ostream& out, const VariantsReport& r) {
                    mib("activation", " %10.3f"), mib("comm buf", " %8.3f"), mib("temporary", " %9.3f"),
                    mib("total", " %8.3f")});
   for (std::size_t i = 0; i < r.results.size(); ++i)
-    t.add(rank0_row(r, i, {"resident_parameter", "resident_gradient", "resident_optimizer_state", "peak_parameter",
+    t.add(r.rank0_row(i, {"resident_parameter", "resident_gradient", "resident_optimizer_state", "peak_parameter",
                            "peak_gradient", "peak_optimizer_state", "peak_activation", "peak_comm_buffer",
                            "peak_temporary", "peak_total"}));
   t.print(out);
@@ -116,7 +108,7 @@ void print_memory(std::ostream& out, const VariantsReport& r) {
                    {.header = "formula", .format = " %10.1f", .scale = 1 / kKiB},
                    {.header = "ratio", .format = " %8.3f"}});
   for (std::size_t i = 0; i < r.results.size(); ++i) {
-    std::vector<report::Value> row = rank0_row(r, i, {"layer_activation_measured", "layer_activation_formula"});
+    std::vector<report::Value> row = r.rank0_row(i, {"layer_activation_measured", "layer_activation_formula"});
     row.emplace_back(base > 0 ? static_cast<double>(as_int(r.at(i, 0, "layer_activation_measured"))) / base : 0.0);
     a.add(std::move(row));
   }
@@ -135,7 +127,7 @@ void print_comm(std::ostream& out, const VariantsReport& r) {
                    {.header = "calls: AR", .format = " | %9lld"}, {.header = "RS", .format = " %4lld"},
                    {.header = "AG", .format = " %4lld"}, {.header = "dp AR", .format = " %5lld"}});
   for (std::size_t i = 0; i < r.results.size(); ++i)
-    t.add(rank0_row(r, i, {tp_key("sent", CommOp::all_reduce), tp_key("sent", CommOp::reduce_scatter),
+    t.add(r.rank0_row(i, {tp_key("sent", CommOp::all_reduce), tp_key("sent", CommOp::reduce_scatter),
                            tp_key("sent", CommOp::all_gather), dp_key("sent"), tp_key("calls", CommOp::all_reduce),
                            tp_key("calls", CommOp::reduce_scatter), tp_key("calls", CommOp::all_gather),
                            dp_key("calls")}));
@@ -152,7 +144,7 @@ void print_speed(std::ostream& out, const VariantsReport& r) {
   out << "\n4. Step time (rank 0; the median of the steps, wall clock) and throughput\n";
   report::Table t({label_column(), {.header = "step ms", .format = " %9.1f", .scale = 1e3},
                    {.header = "tokens/s", .format = " %10.0f"}});
-  for (std::size_t i = 0; i < r.results.size(); ++i) t.add(rank0_row(r, i, {"step_seconds", "tokens_per_second"}));
+  for (std::size_t i = 0; i < r.results.size(); ++i) t.add(r.rank0_row(i, {"step_seconds", "tokens_per_second"}));
   t.print(out);
   out << "  (CPU ranks sharing a few cores: these times mostly say how the cores were shared. On GPUs, TP's\n"
          "   collectives sit on the critical path: each block waits for its all-reduce (or reduce-scatter)\n"

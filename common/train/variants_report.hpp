@@ -65,6 +65,12 @@ struct VariantsTable {
   const report::Value& at(std::size_t variant, int rank, const std::string& key) const {
     return numbers.at(variant * static_cast<std::size_t>(world) + static_cast<std::size_t>(rank), key);
   }
+  // Variant i's label, then rank 0's values of `keys`: a row of a terminal table of rank 0's numbers.
+  std::vector<report::Value> rank0_row(std::size_t variant, const std::vector<std::string>& keys) const {
+    std::vector<report::Value> row = {results[variant].variant.layout.label()};
+    for (const std::string& k : keys) row.push_back(at(variant, 0, k));
+    return row;
+  }
   // Whether the integer column `key` is 1 on every row (a check each rank made of its own numbers).
   bool holds_on_every_rank(const std::string& key) const {
     for (std::size_t row = 0; row < numbers.rows(); ++row)
