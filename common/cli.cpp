@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <sstream>
 
 #include "common/error.hpp"
 #include "common/json.hpp"
@@ -59,18 +58,37 @@ std::int64_t parse_size(const std::string& text, const std::string& what) {
   throw UsageError(what + " does not fit in a 64-bit integer, got '" + text + "'");
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  items.push_back(text.substr(start));
+  return items;
+}
+
 std::vector<std::int64_t> parse_size_list(const std::string& text, const std::string& what, std::int64_t lo,
-                                          std::int64_t hi) {
+                                          std::int64_t hi, Repeats repeats) {
+  const std::string expects =
+      what + " expects a comma-separated list of integers in " + std::to_string(lo) + ".." + std::to_string(hi) + "; ";
+  if (text.empty()) throw UsageError(expects + "got an empty value");
   std::vector<std::int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const std::int64_t v = parse_size(item, what);
-    if (v < lo || v > hi)
-      throw UsageError(what + " values must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + item);
+  for (const std::string& item : split_list(text)) {
+    if (item.empty()) throw UsageError(expects + "got an empty item in '" + text + "'");
+    std::int64_t v = 0;
+    if (read_size(item, v) != SizeRead::kOk || v < lo || v > hi) throw UsageError(expects + "got '" + item + "'");
+    if (repeats == Repeats::refused && std::find(out.begin(), out.end(), v) != out.end())
+      throw UsageError(what + " lists " + std::to_string(v) + " twice");
     out.push_back(v);
   }
-  if (out.empty()) throw UsageError(what + " must name at least one value");
+  return out;
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& what, int lo, int hi, Repeats repeats) {
+  std::vector<int> out;
+  for (std::int64_t v : parse_size_list(text, what, lo, hi, repeats)) out.push_back(static_cast<int>(v));
   return out;
 }
 

@@ -84,9 +84,25 @@ class Cli {
 // Parses "123", "64K", "64M", "1G" (powers of 1024); throws UsageError naming `what`, also when
 // the value does not fit in 64 bits.
 std::int64_t parse_size(const std::string& text, const std::string& what);
-// "256,512,1K" -> {256, 512, 1024}: comma-separated sizes (parse_size), each in [lo, hi], at least
-// one; UsageError naming `what` otherwise.
+// "a,b,,c" -> {"a", "b", "", "c"}: the items between commas, empty ones kept ("" -> {""}), so that
+// a list flag can refuse them instead of skipping them.
+std::vector<std::string> split_list(const std::string& text);
+
+// Whether a list flag may name a value twice: a sweep may measure one size twice; a list of
+// layouts or variants would run one twice.
+enum class Repeats { allowed, refused };
+
+// The course's one parser of an integer-list flag: "256,512,1K" -> {256, 512, 1024}, each item a
+// size (parse_size), in [lo, hi]; at least one, no empty item, none twice under Repeats::refused.
+// Otherwise one UsageError naming `what`, the bad item and the range, e.g.
+//   --tp expects a comma-separated list of integers in 1..4096; got 'x'
+//   --sizes expects a comma-separated list of integers in 1..16384; got an empty item in '1,,2'
+//   --tp lists 2 twice
 std::vector<std::int64_t> parse_size_list(const std::string& text, const std::string& what, std::int64_t lo,
-                                          std::int64_t hi);
+                                          std::int64_t hi, Repeats repeats = Repeats::allowed);
+// The same list as ints (lo and hi are ints, so every value fits), for flags whose values are
+// rank counts or matrix sizes.
+std::vector<int> parse_int_list(const std::string& text, const std::string& what, int lo, int hi,
+                                Repeats repeats = Repeats::allowed);
 
 }  // namespace usp

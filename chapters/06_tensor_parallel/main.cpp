@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -56,35 +55,14 @@ struct Setup {
   ProgressFlags progress = {};    // --quiet, --eval-every, --eval-batches
 };
 
-std::vector<int> parse_tp_list(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t used = 0;
-    int t = 0;
-    try {
-      t = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || t < 1)
-      throw UsageError("--tp expects a comma-separated list of tensor-parallel sizes >= 1, e.g. 1,2,4; got '" + item +
-                       "'");
-    for (int seen : out)
-      if (seen == t) throw UsageError("--tp lists t = " + std::to_string(t) + " twice");
-    out.push_back(t);
-  }
-  if (out.empty()) throw UsageError("--tp must name at least one tensor-parallel size, e.g. 1,2,4");
-  return out;
-}
+constexpr int kMaxTp = 4096;  // each t of --tp: chapter 10's bound on its --tp
 
 // The layouts of --tp and --sp on `world` ranks, each checked (check_tp_layout) against the
 // model and the micro-batch.
 void plan_variants(Setup& s, const Cli& cli, int world) {
   const TrainingConfig& cfg = s.in.config;
   const std::string sp = cli.get_string("sp");
-  for (int t : parse_tp_list(cli.get_string("tp"))) {
+  for (int t : parse_int_list(cli.get_string("tp"), "--tp", 1, kMaxTp, Repeats::refused)) {
     if (world % t != 0) {
       if (cli.given("tp"))
         throw UsageError("--tp " + std::to_string(t) + " does not divide the " + std::to_string(world) +

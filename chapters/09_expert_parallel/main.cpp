@@ -22,7 +22,6 @@
 //                                                [--eval-every 5] [--quiet]
 //   ./usp run 09
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -48,35 +47,13 @@ struct Setup {
   ProgressFlags progress = {};  // --quiet, --eval-every, --eval-batches
 };
 
-// "1,4" -> {1, 4}; each an integer >= 1, none twice.
-std::vector<int> parse_ep_list(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    int v = 0;
-    std::size_t used = 0;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || v < 1)
-      throw UsageError("--ep expects a comma-separated list of integers >= 1; got '" + item + "'");
-    for (int seen : out)
-      if (seen == v) throw UsageError("--ep lists " + item + " twice");
-    out.push_back(v);
-  }
-  if (out.empty()) throw UsageError("--ep must name at least one size");
-  return out;
-}
-
 Setup read_setup(Runtime& rt, const Cli& cli) {
   Setup s{agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda_ranks)};
   rt.agree([&] {
     const int W = rt.size();
     const ModelConfig& model = s.in.config.model;
-    std::vector<int> eps = cli.given("ep") ? parse_ep_list(cli.get_string("ep"))
+    std::vector<int> eps = cli.given("ep") ? parse_int_list(cli.get_string("ep"), "--ep", 1, ModelConfig::kMaxExperts,
+                                                            Repeats::refused)
                                            : (W > 1 ? std::vector<int>{1, W} : std::vector<int>{1});
     const std::string aux = cli.get_string("aux");
     const std::int64_t k = cli.get_int("grad-acc");

@@ -12,7 +12,6 @@
 //   ./usp run 11
 #include <algorithm>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,33 +34,7 @@ using namespace usp;
 using namespace usp::ch11;
 
 const char* const kDefaultSizes = "128,256,512,1000,1023,1024,2048,2049,4096";
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ','))
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
-
-std::vector<int> parse_sizes(const std::string& text) {
-  std::vector<int> sizes;
-  for (const std::string& s : split(text)) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != s.size() || v < 1 || v > 16384)
-      throw UsageError("--sizes expects a comma-separated list of integers in [1, 16384], got '" + s + "'");
-    sizes.push_back(v);
-  }
-  if (sizes.empty()) throw UsageError("--sizes expects at least one size");
-  return sizes;
-}
+constexpr int kMaxSize = 16384;  // M = N = K at most: three fp32 matrices of 1 GiB each
 
 std::vector<std::string> parse_kernels(const std::string& text) {
   std::vector<std::string> names;
@@ -69,8 +42,7 @@ std::vector<std::string> parse_kernels(const std::string& text) {
     for (const Rung& r : ladder()) names.push_back(r.name);
     return names;
   }
-  for (const std::string& name : split(text)) names.push_back(find_rung(name).name);  // throws on a typo
-  if (names.empty()) throw UsageError("--kernels expects 'all' or a comma-separated list of rungs (see --list)");
+  for (const std::string& name : split_list(text)) names.push_back(find_rung(name).name);  // throws on a typo, or ''
   return names;
 }
 
@@ -160,7 +132,7 @@ int main(int argc, char** argv) {
     std::vector<int> sizes;
     std::vector<std::string> kernels;
     rt.agree([&] {
-      sizes = parse_sizes(cli.get_string("sizes"));
+      sizes = parse_int_list(cli.get_string("sizes"), "--sizes", 1, kMaxSize);
       kernels = parse_kernels(cli.get_string("kernels"));
     });
 #if !defined(USP_HAVE_CUDA)

@@ -109,6 +109,36 @@ TEST_CASE("integers never wrap: beyond 64 bits, with or without a suffix, is out
   CHECK(parse_size("-2M", "--x") == -(std::int64_t{2} << 20));
 }
 
+TEST_CASE("split_list keeps every item between commas, empty ones too", "[core][cli]") {
+  using V = std::vector<std::string>;
+  CHECK(split_list("a,b") == V{"a", "b"});
+  CHECK(split_list("a,,b") == V{"a", "", "b"});
+  CHECK(split_list("a,") == V{"a", ""});
+  CHECK(split_list(",a") == V{"", "a"});
+  CHECK(split_list("") == V{""});
+}
+
+TEST_CASE("an integer list: sizes in range, no empty item, repeats as asked, one message form", "[core][cli]") {
+  using V = std::vector<std::int64_t>;
+  CHECK(parse_size_list("256,512,1K", "--seqs", 1, 4096) == V{256, 512, 1024});
+  CHECK(parse_size_list("+4,4", "--seqs", 1, 4096) == V{4, 4});  // repeats allowed by default
+  CHECK(parse_int_list("1,2,4", "--tp", 1, 4096, Repeats::refused) == std::vector<int>{1, 2, 4});
+  CHECK(parse_int_list("4096", "--tp", 1, 4096, Repeats::refused) == std::vector<int>{4096});
+  const std::string expects = "--tp expects a comma-separated list of integers in 1..4096; ";
+  CHECK_THROWS_WITH(parse_int_list("1,x", "--tp", 1, 4096), expects + "got 'x'");
+  CHECK_THROWS_WITH(parse_int_list("0", "--tp", 1, 4096), expects + "got '0'");
+  CHECK_THROWS_WITH(parse_int_list("4097", "--tp", 1, 4096), expects + "got '4097'");
+  CHECK_THROWS_WITH(parse_int_list("2.5", "--tp", 1, 4096), expects + "got '2.5'");
+  CHECK_THROWS_WITH(parse_int_list("99999999999999999999", "--tp", 1, 4096), expects + "got '99999999999999999999'");
+  CHECK_THROWS_WITH(parse_int_list("1,,2", "--tp", 1, 4096), expects + "got an empty item in '1,,2'");
+  CHECK_THROWS_WITH(parse_int_list("1,", "--tp", 1, 4096), expects + "got an empty item in '1,'");
+  CHECK_THROWS_WITH(parse_int_list(",1", "--tp", 1, 4096), expects + "got an empty item in ',1'");
+  CHECK_THROWS_WITH(parse_int_list("", "--tp", 1, 4096), expects + "got an empty value");
+  CHECK_THROWS_WITH(parse_int_list("1,2,2", "--tp", 1, 4096, Repeats::refused), "--tp lists 2 twice");
+  CHECK_THROWS_WITH(parse_size_list("1K,1024", "--tp", 1, 4096, Repeats::refused), "--tp lists 1024 twice");
+  CHECK_THROWS_AS(parse_size_list("1,x", "--tp", 1, 4096), UsageError);
+}
+
 TEST_CASE("values_json keeps declaration order and each flag's JSON type", "[core][cli]") {
   Cli cli = make();
   parse(cli, {"--lr=0.125", "--verbose=false", "--out", "dir \"q\"", "--steps", "2", "--steps", "3"});
