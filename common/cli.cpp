@@ -86,6 +86,24 @@ std::vector<std::int64_t> parse_size_list(const std::string& text, const std::st
   return out;
 }
 
+std::vector<std::size_t> parse_choice_list(const std::string& text, const std::string& what,
+                                           const std::vector<std::string>& choices) {
+  std::string names;
+  for (const std::string& c : choices) names += (names.empty() ? "" : ",") + c;
+  const std::string expects = what + " expects a comma-separated list of " + names + "; ";
+  if (text.empty()) throw UsageError(expects + "got an empty value");
+  std::vector<std::size_t> out;
+  for (const std::string& item : split_list(text)) {
+    if (item.empty()) throw UsageError(expects + "got an empty item in '" + text + "'");
+    const auto it = std::find(choices.begin(), choices.end(), item);
+    if (it == choices.end()) throw UsageError(expects + "got '" + item + "'");
+    const auto i = static_cast<std::size_t>(it - choices.begin());
+    if (std::find(out.begin(), out.end(), i) != out.end()) throw UsageError(what + " lists " + item + " twice");
+    out.push_back(i);
+  }
+  return out;
+}
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& what, int lo, int hi, Repeats repeats) {
   std::vector<int> out;
   for (std::int64_t v : parse_size_list(text, what, lo, hi, repeats)) out.push_back(static_cast<int>(v));

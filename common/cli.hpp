@@ -105,4 +105,21 @@ std::vector<std::int64_t> parse_size_list(const std::string& text, const std::st
 std::vector<int> parse_int_list(const std::string& text, const std::string& what, int lo, int hi,
                                 Repeats repeats = Repeats::allowed);
 
+// A list of names, each one of `choices`, none twice, at least one; returns each item's index in
+// `choices`. The same errors, e.g.
+//   --attention expects a comma-separated list of ring,all-gather,all-to-all; got 'banana'
+//   --sharding lists zig-zag twice
+std::vector<std::size_t> parse_choice_list(const std::string& text, const std::string& what,
+                                           const std::vector<std::string>& choices);
+// The same for a list of enum values: choices[i] is named name(choices[i]).
+template <class E>
+std::vector<E> parse_choice_list(const std::string& text, const std::string& what, const std::vector<E>& choices,
+                                 const char* (*name)(E)) {
+  std::vector<std::string> names;
+  for (E e : choices) names.emplace_back(name(e));
+  std::vector<E> out;
+  for (std::size_t i : parse_choice_list(text, what, names)) out.push_back(choices[i]);
+  return out;
+}
+
 }  // namespace usp

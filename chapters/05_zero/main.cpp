@@ -23,7 +23,6 @@
 //                                    [--precision bf16 [--fp32-grad-accum]] [--eval-every 2] [--quiet]
 //   ./usp run 05
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -45,19 +44,13 @@ using namespace usp::ch05;
 
 std::vector<ZeroOptions> parse_stages(const std::string& text, const std::string& prefetch, bool fp32_accum) {
   std::vector<ZeroOptions> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.size() != 1 || item[0] < '0' || item[0] > '3')
-      throw UsageError("--zero stages must be 0 (plain data parallelism), 1, 2 or 3; got '" + item + "'");
-    const int stage = item[0] - '0';
+  for (int stage : parse_int_list(text, "--zero", 0, 3, Repeats::refused)) {
     for (bool pf : {true, false}) {
       if (stage == 3 && ((pf && prefetch == "off") || (!pf && prefetch == "on"))) continue;
       if (stage != 3 && !pf) continue;
       out.push_back({stage, pf, fp32_accum});
     }
   }
-  if (out.empty()) throw UsageError("--zero must name at least one stage, e.g. 0,1,2,3");
   return out;
 }
 

@@ -28,7 +28,6 @@
 //   ./usp run 07
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,33 +56,6 @@ struct Setup {
   ProgressFlags progress = {};  // --quiet, --eval-every, --eval-batches
 };
 
-// A comma-separated list of names, each one of `known`, none twice.
-template <class E>
-std::vector<E> parse_list(const std::string& flag, const std::string& text, const std::vector<E>& known,
-                          const char* (*name)(E)) {
-  std::string names;
-  for (E e : known) {
-    if (!names.empty()) names += ',';
-    names += name(e);
-  }
-  std::vector<E> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    bool found = false;
-    for (E e : known)
-      if (item == name(e)) {
-        for (E seen : out)
-          if (seen == e) throw UsageError("--" + flag + " lists " + item + " twice");
-        out.push_back(e);
-        found = true;
-      }
-    if (!found) throw UsageError("--" + flag + " expects a comma-separated list of " + names + "; got '" + item + "'");
-  }
-  if (out.empty()) throw UsageError("--" + flag + " must name at least one of " + names);
-  return out;
-}
-
 // The variants of --attention and --sharding on dp × cp = W ranks, each checked
 // (check_cp_layout) against the model and the sequence.
 void plan_variants(Setup& s, const Cli& cli, int world) {
@@ -98,11 +70,11 @@ void plan_variants(Setup& s, const Cli& cli, int world) {
                      " ranks of this run" + (s.tp > 1 ? " over --tp " + std::to_string(s.tp) : std::string()) +
                      " (each of the dp = W / (cp·tp) replicas is cp·tp ranks)");
   s.dp = world / s.tp / s.cp;
-  const auto attentions = parse_list<CpAttention>(
-      "attention", cli.get_string("attention"), {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all},
+  const auto attentions = parse_choice_list<CpAttention>(
+      cli.get_string("attention"), "--attention", {CpAttention::ring, CpAttention::all_gather, CpAttention::all_to_all},
       attention_name);
-  const auto shardings = parse_list<CpSharding>("sharding", cli.get_string("sharding"),
-                                                {CpSharding::contiguous, CpSharding::zigzag}, sharding_name);
+  const auto shardings = parse_choice_list<CpSharding>(cli.get_string("sharding"), "--sharding",
+                                                       {CpSharding::contiguous, CpSharding::zigzag}, sharding_name);
   for (CpAttention a : attentions)
     for (CpSharding sh : shardings) {
       const CpLayout layout{s.dp, s.cp, sh, a, s.tp};

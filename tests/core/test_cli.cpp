@@ -139,6 +139,23 @@ TEST_CASE("an integer list: sizes in range, no empty item, repeats as asked, one
   CHECK_THROWS_AS(parse_size_list("1,x", "--tp", 1, 4096), UsageError);
 }
 
+TEST_CASE("a list of names: each one of the choices, none twice, no empty item, one message form", "[core][cli]") {
+  enum class Shape { ring, all_gather };
+  const auto name = [](Shape s) { return s == Shape::ring ? "ring" : "all-gather"; };
+  const std::vector<Shape> both = {Shape::ring, Shape::all_gather};
+  CHECK(parse_choice_list<Shape>("all-gather,ring", "--attention", both, +name) ==
+        std::vector<Shape>{Shape::all_gather, Shape::ring});
+  CHECK(parse_choice_list("b", "--x", {"a", "b", "c"}) == std::vector<std::size_t>{1});
+  const std::string expects = "--attention expects a comma-separated list of ring,all-gather; ";
+  CHECK_THROWS_WITH(parse_choice_list<Shape>("ring,banana", "--attention", both, +name), expects + "got 'banana'");
+  CHECK_THROWS_WITH(parse_choice_list<Shape>("Ring", "--attention", both, +name), expects + "got 'Ring'");
+  CHECK_THROWS_WITH(parse_choice_list<Shape>("ring,", "--attention", both, +name),
+                    expects + "got an empty item in 'ring,'");
+  CHECK_THROWS_WITH(parse_choice_list<Shape>("", "--attention", both, +name), expects + "got an empty value");
+  CHECK_THROWS_WITH(parse_choice_list<Shape>("ring,all-gather,ring", "--attention", both, +name),
+                    "--attention lists ring twice");
+}
+
 TEST_CASE("values_json keeps declaration order and each flag's JSON type", "[core][cli]") {
   Cli cli = make();
   parse(cli, {"--lr=0.125", "--verbose=false", "--out", "dir \"q\"", "--steps", "2", "--steps", "3"});
