@@ -8,7 +8,8 @@
 
 namespace usp {
 
-double median_ms(const std::function<void()>& run, int reps, Device device, const std::function<void()>& reset) {
+std::vector<double> run_times_ms(const std::function<void()>& run, int reps, Device device,
+                                 const std::function<void()>& reset) {
   std::vector<double> ms;
   for (int r = 0; r < std::max(1, reps); ++r) {
     if (reset) reset();
@@ -18,7 +19,11 @@ double median_ms(const std::function<void()>& run, int reps, Device device, cons
     synchronize(device);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  return report::median(std::move(ms));
+  return ms;
+}
+
+double median_ms(const std::function<void()>& run, int reps, Device device, const std::function<void()>& reset) {
+  return report::median(run_times_ms(run, reps, device, reset));
 }
 
 }  // namespace usp

@@ -20,6 +20,7 @@
 #include "common/data/text_eval.hpp"
 #include "common/io/checkpoint.hpp"
 #include "common/json.hpp"
+#include "common/number_text.hpp"
 #include "common/runtime.hpp"
 
 using namespace usp;
@@ -70,9 +71,9 @@ int main(int argc, char** argv) {
     } else {
       std::printf("checkpoint %s: %s (%s, %lld parameters)\n", dir.c_str(), params->config().str().c_str(), dtype_text,
                   static_cast<long long>(params->numel()));
-      std::printf("text %s: %lld bytes, %lld windows of %lld bytes (%lld predicted tokens)\n", text_path.c_str(),
-                  static_cast<long long>(text->size()), static_cast<long long>(r.windows),
-                  static_cast<long long>(seq + 1), static_cast<long long>(r.tokens));
+      std::printf("text %s: %s, %s of %lld bytes (%s)\n", text_path.c_str(), count_text(text->size(), "byte").c_str(),
+                  count_text(r.windows, "window").c_str(), static_cast<long long>(seq + 1),
+                  count_text(r.tokens, "predicted token").c_str());
       std::printf("mean loss %.6f nats/token (%.4f bits/byte, perplexity %.3f)\n", r.mean_loss, bits, perplexity);
     }
     return 0;

@@ -88,7 +88,7 @@ TrainedSteps train_steps(ParamStore& params, Model& model, std::unique_ptr<AdamW
       r.val_losses.push_back(line.val_loss);
       eval_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - te).count();
     }
-    if (!progress.quiet) std::printf("  %s\n", progress_line(line).c_str());
+    if (!progress.quiet) print_progress_line("  ", line);
   }
   synchronize(cfg.device);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - eval_seconds;

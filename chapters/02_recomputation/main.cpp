@@ -97,7 +97,11 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
     // The hardware FLOPs would be HFU; the progress line's MFU counts the model's (the same in every mode).
     const StepProgress line{0, r.loss, r.seconds, cfg.tokens_per_micro_batch(), 1,
                             static_cast<double>(r.flops.model()), peak_flops};
-    if (!quiet) std::printf("  %-9s %s\n", recompute_name(mode), progress_line(line).c_str());
+    if (!quiet) {
+      char label[32];
+      std::snprintf(label, sizeof label, "  %-9s ", recompute_name(mode));
+      print_progress_line(label, line);
+    }
   }
   if (!quiet) std::printf("\n");
   const ModeResult& none = results[0];

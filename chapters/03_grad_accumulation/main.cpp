@@ -131,7 +131,7 @@ Training train(Runtime& rt, const Cli& cli, const TrainingConfig& cfg, const Dat
       run.val_steps.push_back(step);
       run.val_losses.push_back(line.val_loss);
     }
-    if (!progress.quiet) std::printf("  %s\n", progress_line(line).c_str());
+    if (!progress.quiet) print_progress_line("  ", line);
   }
   synchronize(cfg.device);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -90,7 +90,8 @@ void print_losses(std::ostream& out, const StagesReport& s) {
   for (const StageResult& r : results) {
     std::vector<report::Value> row = {stage_label(r.options)};
     row.insert(row.end(), r.losses.begin(), r.losses.end());
-    row.push_back(max_abs_diff(r.parameters, results[0].parameters));
+    // Built in place: a temporary Value moved in made GCC 12 -O2 read its inactive string as maybe uninitialised.
+    row.emplace_back(max_abs_diff(r.parameters, results[0].parameters));
     t.add(std::move(row));
   }
   out << "\n1. The same steps under each stage (losses are the mean over the global batch)\n";

@@ -18,8 +18,11 @@ std::vector<CampaignCell> run_campaign(const std::vector<std::string>& models, c
   for (const std::string& m : models)
     for (int n : nodes) {
       const std::vector<plan::PlannedLayout> all = plan::search_layouts({ModelConfig::builtin(m), n}, cluster);
-      CampaignCell c{m, n, all.size(), {}, plan::tied_with_best(all), 0};
-      if (!all.empty()) c.best = all.front();
+      const std::size_t tied = plan::tied_with_best(all);
+      // The best layout (the search's first; a default one when none fits) set in the initialiser, not
+      // assigned over a default one after it (GCC 12 -O3 read that default's strings as maybe uninitialised).
+      CampaignCell c{.model = m, .nodes = n, .fitting = all.size(),
+                     .best = all.empty() ? plan::PlannedLayout{} : all.front(), .tied = tied};
       std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> meshes;
       for (std::size_t i = 0; i < c.tied; ++i) meshes.insert({all[i].layout.setup.tp, all[i].layout.setup.pp, all[i].layout.setup.cp});
       c.tied_meshes = meshes.size();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/io/input_file.hpp"
+#include "common/number_text.hpp"
 #include "common/rng.hpp"
 
 namespace usp {
@@ -23,7 +24,7 @@ TextCorpus::TextCorpus(const std::string& path, std::uint64_t seed) : path_(path
 void TextCorpus::check_seq(std::int64_t seq) const {
   Dataset::check_seq(seq);
   if (held_out_begin() < seq + 1)
-    throw UsageError("text file '" + path_ + "' has " + std::to_string(size()) + " bytes, " +
+    throw UsageError("text file '" + path_ + "' has " + count_text(size(), "byte") + ", " +
                      std::to_string(held_out_begin()) + " before the held-out last tenth; need at least seq+1 = " +
                      std::to_string(seq + 1));
 }
@@ -31,8 +32,8 @@ void TextCorpus::check_seq(std::int64_t seq) const {
 void TextCorpus::held_out_sample(std::int64_t index, std::int64_t seq, std::int32_t* out) const {
   if (index >= held_out_windows(seq))
     throw UsageError("the held-out last tenth of text file '" + path_ + "' (" +
-                     std::to_string(size() - held_out_begin()) + " bytes) has " +
-                     std::to_string(held_out_windows(seq)) + " windows of seq+1 = " + std::to_string(seq + 1) +
+                     count_text(size() - held_out_begin(), "byte") + ") has " +
+                     count_text(held_out_windows(seq), "window") + " of seq+1 = " + std::to_string(seq + 1) +
                      " bytes; validation asked for window " + std::to_string(index) +
                      " (fewer --eval-batches, a smaller --mbs or --seq, or a longer text)");
   const std::int64_t o = held_out_begin() + index * (seq + 1);
@@ -55,8 +56,8 @@ SequentialWindows::SequentialWindows(const TextCorpus& corpus, std::int64_t seq,
     : corpus_(corpus), seq_(seq), batch_size_(batch_size) {
   if (seq < 1) throw UsageError("sequence length must be >= 1, got " + std::to_string(seq));
   if (corpus.size() < seq + 1)  // the whole file is read here, its held-out part too
-    throw UsageError("text file '" + corpus.path() + "' has " + std::to_string(corpus.size()) +
-                     " bytes; need at least seq+1 = " + std::to_string(seq + 1));
+    throw UsageError("text file '" + corpus.path() + "' has " + count_text(corpus.size(), "byte") +
+                     "; need at least seq+1 = " + std::to_string(seq + 1));
   if (batch_size < 1) throw UsageError("batch size must be >= 1, got " + std::to_string(batch_size));
   num_windows_ = corpus.size() / (seq + 1);
 }

@@ -417,29 +417,32 @@ Tensor forward_head(const ParamStore& P, LinearHook& linears, const Tensor& x, s
 }
 
 // What forward_stage needs before it looks at the input's tensors: one attention at a time (a hook
-// or a probabilities maker, not both), and the batch's B and T.
-void check_forward_request(const ModelOptions& options, bool probs_maker, const StageInput& in) {
+// or a probabilities maker, not both), and the batch's B and T. `caller` ("Model::forward_stage",
+// "Model::evaluate_stage", ...) begins the messages: the function the user called.
+void check_forward_request(const ModelOptions& options, bool probs_maker, const StageInput& in, const char* caller) {
   USP_CHECK(!(options.attention && probs_maker),
             "Model: an attention hook (ModelOptions::attention) and an attention-probabilities maker cannot both "
             "be set");
-  USP_CHECK(in.batch > 0 && in.seq > 0, "Model::forward_stage: the batch's B and T must be given");
+  USP_CHECK(in.batch > 0 && in.seq > 0, std::string(caller) + ": the batch's B and T must be given");
 }
 
-// What forward_stage needs of its input: the tokens on the first stage, the previous stage's
-// output x [n, C] on the others, the targets on the last; tokens and targets [B, T] i32; T within
-// the model's max_seq.
-void check_stage_input(const ModelConfig& c, const StageInput& in, bool first_stage, bool last_stage, std::int64_t n) {
-  if (first_stage) USP_CHECK(in.tokens.defined(), "Model::forward_stage: the first stage needs the tokens");
+// What a stage's forward (forward_stage, evaluate_stage) needs of its input: the tokens on the
+// first stage, the previous stage's output x [n, C] on the others, the targets on the last;
+// tokens and targets [B, T] i32; T within the model's max_seq. `caller` begins the messages.
+void check_stage_input(const ModelConfig& c, const StageInput& in, bool first_stage, bool last_stage, std::int64_t n,
+                       const char* caller) {
+  const std::string who = std::string(caller) + ": ";
+  if (first_stage) USP_CHECK(in.tokens.defined(), who + "the first stage needs the tokens");
   if (!first_stage)
     USP_CHECK(in.x.defined() && in.x.numel() == n * c.hidden,
-              "Model::forward_stage: a stage after the first needs the previous stage's output [" + std::to_string(n) +
-                  ", " + std::to_string(c.hidden) + "]");
-  if (last_stage) USP_CHECK(in.targets.defined(), "Model::forward_stage: the last stage needs the targets");
+              who + "a stage after the first needs the previous stage's output [" + std::to_string(n) + ", " +
+                  std::to_string(c.hidden) + "]");
+  if (last_stage) USP_CHECK(in.targets.defined(), who + "the last stage needs the targets");
   auto check_tokens = [&](const Tensor& t, const char* what) {
     if (!t.defined()) return;
     if (t.dtype() != DType::i32 || t.ndim() != 2 || t.dim(0) != in.batch || t.dim(1) != in.seq)
-      throw Error(std::string("Model::forward_stage: ") + what + " must be [B, T] = [" + std::to_string(in.batch) +
-                  ", " + std::to_string(in.seq) + "] i32 tokens");
+      throw Error(who + what + " must be [B, T] = [" + std::to_string(in.batch) + ", " + std::to_string(in.seq) +
+                  "] i32 tokens");
   };
   check_tokens(in.tokens, "the tokens");
   check_tokens(in.targets, "the targets");
@@ -567,11 +570,11 @@ double Model::forward_stage(int id, const StageInput& in, Tensor& x_out) {
   const ModelConfig& c = config();
   USP_CHECK(impl_->passes.count(id) == 0, "Model::forward_stage: micro-batch " + std::to_string(id) +
                                               " already has a forward waiting for its backward");
-  check_forward_request(options_, static_cast<bool>(attention_probs_), in);
+  check_forward_request(options_, static_cast<bool>(attention_probs_), in, "Model::forward_stage");
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
   const std::int64_t N = in.batch * in.seq;
   const std::int64_t n = linears_->stream_rows(N);
-  check_stage_input(c, in, first == 0, last == head_unit, n);
+  check_stage_input(c, in, first == 0, last == head_unit, n, "Model::forward_stage");
   const Device dev = params_.device();
   Impl::Pass& m = impl_->passes[id];
   // A forward that fails half-way keeps nothing: the micro-batch can be run again.
@@ -709,7 +712,7 @@ double Model::evaluate(const Tensor& inputs, const Tensor& targets) {
 }
 
 double Model::evaluate_stage(const StageInput& in, Tensor& x_out) {
-  const Tensor out = forward_kept_nothing(in);
+  const Tensor out = forward_kept_nothing(in, "Model::evaluate_stage");
   if (last_unit() != params_.num_units() - 1) {
     x_out = out;
     return 0.0;
@@ -724,16 +727,17 @@ Tensor Model::forward_logits(const Tensor& inputs) {
             "Model::forward_logits runs the whole model, not a pipeline stage");
   check_batch(config(), inputs, inputs);
   // The targets are not read (no loss here); the stage input's check asks the last stage for them.
-  return forward_kept_nothing({.tokens = inputs, .targets = inputs, .batch = inputs.dim(0), .seq = inputs.dim(1)});
+  return forward_kept_nothing({.tokens = inputs, .targets = inputs, .batch = inputs.dim(0), .seq = inputs.dim(1)},
+                              "Model::forward_logits");
 }
 
-Tensor Model::forward_kept_nothing(const StageInput& in) {
+Tensor Model::forward_kept_nothing(const StageInput& in, const char* caller) {
   const ModelConfig& c = config();
-  check_forward_request(options_, static_cast<bool>(attention_probs_), in);
+  check_forward_request(options_, static_cast<bool>(attention_probs_), in, caller);
   const int first = first_unit(), last = last_unit(), head_unit = params_.num_units() - 1;
   const std::int64_t B = in.batch, T = in.seq, N = B * T;
   const std::int64_t n = linears_->stream_rows(N);
-  check_stage_input(c, in, first == 0, last == head_unit, n);
+  check_stage_input(c, in, first == 0, last == head_unit, n, caller);
   const DType adt = options_.activation_dtype;
   const Device dev = params_.device();
   Tensor x = in.x.defined() ? in.x.reshape({n, c.hidden}) : Tensor();

@@ -180,8 +180,9 @@ class Model {
   UnfusedResidualNorm unfused_norm_;
   ResidualNorm* rn_;  // options_.residual_norm, or &unfused_norm_
   // evaluate_stage's and forward_logits' pass: the stage's units, keeping nothing; returns the
-  // logits [N, V] on the last stage, the stage's output x [n, C] on the others.
-  Tensor forward_kept_nothing(const StageInput& in);
+  // logits [N, V] on the last stage, the stage's output x [n, C] on the others. `caller` (the
+  // public function's name) begins the messages of a refused input.
+  Tensor forward_kept_nothing(const StageInput& in, const char* caller);
   double aux_loss_ = 0;
   std::vector<MoeRouting> routing_;
   std::unique_ptr<Impl> impl_;

@@ -1,7 +1,5 @@
 #include "common/train/step_lines.hpp"
 
-#include <cstdio>
-
 #include "common/train/matmul_peak.hpp"
 #include "common/train/step_progress.hpp"
 
@@ -13,7 +11,7 @@ void StepLines::print(const std::string& label, std::int64_t step, double loss, 
   synchronize(device);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const StepProgress line{step, loss, seconds, tokens, 1, flops, peak_flops};
-  std::printf("  %s: %s\n", label.c_str(), progress_line(line).c_str());
+  print_progress_line("  " + label + ": ", line);
 }
 
 void add_step_lines_flag(Cli& cli) { cli.add_flag("quiet", "no line per training step (tables and summary.json only)"); }

@@ -1,6 +1,7 @@
 #include "common/train/step_progress.hpp"
 
 #include <cstdio>
+#include <utility>
 
 #include "common/error.hpp"
 
@@ -22,6 +23,15 @@ std::string grouped(double v) {
 
 }  // namespace
 
+const char* const kMfuAbovePeakNote =
+    "  * mfu above 100 %: the matmul peak it divides by (measured once, at the start) came out low, the machine "
+    "busy while it ran; every mfu of this run reads too high";
+
+double mfu_percent(const StepProgress& p) {
+  if (!(p.peak_flops > 0 && p.flops > 0 && p.seconds > 0)) return NAN;
+  return 100.0 * p.flops / p.seconds / (p.peak_flops * p.ranks);
+}
+
 std::string progress_line(const StepProgress& p) {
   char head[96];
   std::snprintf(head, sizeof head, "step %4lld  loss %.4f  dt %.1f ms", static_cast<long long>(p.step), p.loss,
@@ -31,9 +41,9 @@ std::string progress_line(const StepProgress& p) {
     const double rate = static_cast<double>(p.tokens) / p.seconds;
     line += "  tok/s " + grouped(rate);
     if (p.ranks > 1) line += " (" + grouped(rate / p.ranks) + " per rank)";
-    if (p.peak_flops > 0 && p.flops > 0) {
+    if (const double m = mfu_percent(p); !std::isnan(m)) {
       char mfu[32];
-      std::snprintf(mfu, sizeof mfu, "  mfu %.1f%%", 100.0 * p.flops / p.seconds / (p.peak_flops * p.ranks));
+      std::snprintf(mfu, sizeof mfu, "  mfu %.1f%%%s", m, m > 100.0 ? "*" : "");
       line += mfu;
     }
   }
@@ -43,6 +53,12 @@ std::string progress_line(const StepProgress& p) {
     line += val;
   }
   return line;
+}
+
+void print_progress_line(const std::string& prefix, const StepProgress& p) {
+  static bool noted = false;  // the note once per process
+  std::printf("%s%s\n", prefix.c_str(), progress_line(p).c_str());
+  if (mfu_percent(p) > 100.0 && !std::exchange(noted, true)) std::printf("%s\n", kMfuAbovePeakNote);
 }
 
 void add_progress_flags(Cli& cli, std::int64_t eval_every_default) {

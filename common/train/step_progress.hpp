@@ -5,7 +5,10 @@
 // dt is the step's wall time; tok/s the step's tokens (every rank's) over dt, and per rank; MFU the
 // model FLOPs of the step (forward + backward, StepFlops::model, every rank's) over dt and the
 // ranks' peak (matmul_peak.hpp: what this device's matrix products measurably reach); val_loss
-// only on the steps that evaluated it (validation_loss.hpp). The flags that go with it:
+// only on the steps that evaluated it (validation_loss.hpp). An MFU above 100 % means the peak was
+// measured low (the machine busy while it ran): it is printed with a '*' ("mfu 123.4%*"), and
+// print_progress_line explains it under the first such line of the process. The flags that go
+// with it:
 //   --eval-every N   evaluate the held-out loss every N steps and after the last (0: never)
 //   --eval-batches K held-out batches of --mbs samples per evaluation
 //   --quiet          no per-step lines (the chapter's tables and summary.json stay)
@@ -29,7 +32,14 @@ struct StepProgress {
   double val_loss = NAN;    // NaN: not evaluated this step
 };
 
+// The step's MFU in percent; NaN without a peak, FLOPs or a duration (the line shows none).
+double mfu_percent(const StepProgress& p);
 std::string progress_line(const StepProgress& p);
+// Prints prefix + progress_line(p) on stdout; after the first line of this process whose MFU is
+// above 100 %, once, the note saying why.
+void print_progress_line(const std::string& prefix, const StepProgress& p);
+// That note: "  * mfu above 100 %: ..."
+extern const char* const kMfuAbovePeakNote;
 
 struct ProgressFlags {
   std::int64_t eval_every = 0;

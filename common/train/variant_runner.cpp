@@ -105,7 +105,7 @@ VariantRun VariantRunner::run(const TrainingVariant& v) {
       r.val_steps.push_back(step);
       r.val_losses.push_back(line.val_loss);
     }
-    if (!progress.quiet && metrics_.rank() == 0) std::printf("  %s: %s\n", v.name.c_str(), progress_line(line).c_str());
+    if (!progress.quiet && metrics_.rank() == 0) print_progress_line("  " + v.name + ": ", line);
   }
   synchronize(cfg.device);
   r.seconds = seconds_since(t0);

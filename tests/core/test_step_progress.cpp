@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <string>
 
 #include "common/train/step_progress.hpp"
 
@@ -19,6 +20,27 @@ TEST_CASE("progress line: tokens/s total and per rank, MFU over the ranks' peak,
   // Millions group in threes.
   q.tokens = 2'000'000'000;
   CHECK(progress_line(q) == "step    7  loss 5.5000  dt 500.0 ms  tok/s 4,000,000,000");
+}
+
+TEST_CASE("progress line: an MFU above 100 % is marked, never printed as if it were real", "[train]") {
+  // 3e12 FLOPs in 1 s on one rank of a 2e12 FLOP/s peak (measured low): 150.0 %, with the '*'.
+  StepProgress p{2, 4.0, 1.0, 1000, 1, 3e12, 2e12, NAN};
+  CHECK(mfu_percent(p) == 150.0);
+  CHECK(progress_line(p) == "step    2  loss 4.0000  dt 1000.0 ms  tok/s 1,000  mfu 150.0%*");
+  // Exactly the peak is no marker; 2 ranks halve it.
+  p.flops = 2e12;
+  CHECK(progress_line(p) == "step    2  loss 4.0000  dt 1000.0 ms  tok/s 1,000  mfu 100.0%");
+  p.flops = 3e12;
+  p.ranks = 2;
+  CHECK(progress_line(p) == "step    2  loss 4.0000  dt 1000.0 ms  tok/s 1,000 (500 per rank)  mfu 75.0%");
+  // No peak, no FLOPs or no time: no MFU at all.
+  const StepProgress no_peak{0, 1.0, 1.0, 10, 1, 1e9, 0, NAN}, no_flops{0, 1.0, 1.0, 10, 1, 0, 1e9, NAN},
+      no_time{0, 1.0, 0.0, 10, 1, 1e9, 1e9, NAN};
+  CHECK(std::isnan(mfu_percent(no_peak)));
+  CHECK(std::isnan(mfu_percent(no_flops)));
+  CHECK(std::isnan(mfu_percent(no_time)));
+  CHECK(progress_line(no_peak) == "step    0  loss 1.0000  dt 1000.0 ms  tok/s 10");
+  CHECK(std::string(kMfuAbovePeakNote).rfind("  * mfu above 100 %", 0) == 0);
 }
 
 TEST_CASE("progress flags: evaluation every N steps and after the last", "[train]") {

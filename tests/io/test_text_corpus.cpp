@@ -71,6 +71,18 @@ TEST_CASE("text corpus: the last tenth is held out, never trained on, read as wi
     }
   CHECK_THROWS_WITH(t.held_out_batch(2, 2, seq),
                     Catch::Contains("(25 bytes) has 3 windows of seq+1 = 8 bytes; validation asked for window 3"));
+  // Counts of one read singular: 1 window (of 8 bytes in a held-out 10, of 25 in 25), a file of 1 byte.
+  const std::string short_ramp = dir / "short_ramp.bin", one_byte = dir / "one_byte.bin";
+  write_file(short_ramp, byte_ramp(100));
+  CHECK_THROWS_WITH(TextCorpus(short_ramp, 3).held_out_batch(1, 1, seq),
+                    Catch::Contains("(10 bytes) has 1 window of seq+1 = 8 bytes; validation asked for window 1"));
+  CHECK_THROWS_WITH(TextCorpus(path, 3).held_out_batch(1, 1, 24),  // 25 held-out bytes, windows of 25
+                    Catch::Contains("(25 bytes) has 1 window of seq+1 = 25 bytes; validation asked for window 1"));
+  write_file(one_byte, "x");
+  const TextCorpus tiny(one_byte, 3);
+  CHECK_THROWS_WITH(SequentialWindows(tiny, 1, 1), "text file '" + one_byte + "' has 1 byte; need at least seq+1 = 2");
+  CHECK_THROWS_WITH(tiny.check_seq(1), "text file '" + one_byte +
+                                           "' has 1 byte, 1 before the held-out last tenth; need at least seq+1 = 2");
   // The synthetic corpus holds out a step no training reaches.
   const auto synthetic = make_dataset("synthetic", 3);
   const Batch v = synthetic->held_out_batch(0, 2, seq), last = synthetic->batch(Dataset::kHeldOutStep - 1, 0, 2, seq);

@@ -162,10 +162,17 @@ TEST_CASE("stages: misuse is refused with a clear message", "[model][stages]") {
   CHECK_THROWS_WITH(Model(pt, stage_options(3, -1, Recompute::none)), Catch::Contains("tied head reads the embedding"));
   Model first(p, stage_options(0, 2, Recompute::none));
   Tensor out, dx;
-  CHECK_THROWS_WITH(first.forward_stage(0, {.batch = 2, .seq = 8}, out), Catch::Contains("the first stage needs the tokens"));
+  CHECK_THROWS_WITH(first.forward_stage(0, {.batch = 2, .seq = 8}, out),
+                    Catch::StartsWith("Model::forward_stage: the first stage needs the tokens"));
+  // The forward-only pass names itself, not forward_stage.
+  CHECK_THROWS_WITH(first.evaluate_stage({.batch = 2, .seq = 8}, out),
+                    Catch::StartsWith("Model::evaluate_stage: the first stage needs the tokens"));
+  CHECK_THROWS_WITH(first.evaluate_stage({}, out), Catch::StartsWith("Model::evaluate_stage: the batch's B and T must be given"));
   CHECK_THROWS_WITH(first.backward_stage(4, Tensor(), 1.0f, dx), Catch::Contains("micro-batch 4 has no forward"));
   CHECK_THROWS_WITH(first.evaluate(Tensor(), Tensor()), Catch::Contains("not a pipeline stage"));
   Model last(p, stage_options(3, -1, Recompute::none));
   CHECK_THROWS_WITH(last.forward_stage(0, {.batch = 2, .seq = 8}, out),
-                    Catch::Contains("needs the previous stage's output"));
+                    Catch::StartsWith("Model::forward_stage: a stage after the first needs the previous stage's output"));
+  CHECK_THROWS_WITH(last.evaluate_stage({.batch = 2, .seq = 8}, out),
+                    Catch::StartsWith("Model::evaluate_stage: a stage after the first needs the previous stage's output"));
 }
