@@ -161,6 +161,13 @@ Table fp8_rates_table() {
                "   ");
 }
 
+Table grid_table(const std::vector<FormatRow>& rows) {
+  Table t({{.key = "format"}, {.key = "value", .csv_format = "%.9g"}});
+  for (const FormatRow& r : rows)
+    for (float x : r.grid_1_2) t.add({std::string(r.info.name), static_cast<double>(x)});
+  return t;
+}
+
 Table loss_curves_table(const std::vector<PrecisionRun>& runs) {
   Table t({{.key = "recipe"}, {.key = "step"}, {.key = "loss"}, {.key = "scale"}, {.key = "applied"},
            {.key = "zero_fraction"}, {.key = "subnormal_fraction"}, {.key = "inf_fraction"}, {.key = "nan_fraction"}});
