@@ -3,11 +3,10 @@
 #include <vector>
 
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
+#include "chapters/14_mixed_precision/precision_training.hpp"
 #include "common/error.hpp"
 #include "common/float_formats.hpp"
-#include "common/model/model.hpp"
 #include "common/ops/ops.hpp"
-#include "common/optim/adamw.hpp"
 
 namespace usp::ch14 {
 
@@ -75,30 +74,10 @@ void Fp8Linears::row_backward(const Tensor& dy, const Tensor& x, const Tensor& w
 }
 
 Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& data, const StepLines& lines) {
-  ParamStore params(cfg.model, DType::f32);
-  params.init(cfg.seed);
   Fp8Linears linears(scaling, cfg.model.vocab);
-  ModelOptions options = cfg.model_options();
-  options.activation_dtype = DType::f32;
-  options.linears = &linears;
-  Model model(params, options);
-  AdamW optimizer(params, cfg.adamw);
-  Fp8Run run;
-  run.recipe = scaling_name(scaling);
-  for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
-    params.zero_grad();
-    const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
-    run.losses.push_back(model.forward(b.inputs, b.targets));
-    model.backward();
-    optimizer.step(params);
-    lines.print(run.recipe, step, run.losses.back(), cfg.tokens_per_micro_batch(),
-                static_cast<double>(model.flops().model()), start);
-  }
-  run.activations = linears.activations();
-  run.weights = linears.weights();
-  run.gradients = linears.gradients();
-  return run;
+  // The fp32 recipe (weights, activations and AdamW states in fp32) with its linear blocks in FP8.
+  PrecisionRun run = train_recipe(Recipe::fp32, cfg, data, {}, lines, &linears, scaling_name(scaling));
+  return {run.recipe, std::move(run.losses), linears.activations(), linears.weights(), linears.gradients()};
 }
 
 }  // namespace usp::ch14
