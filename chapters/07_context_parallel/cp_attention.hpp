@@ -16,6 +16,7 @@
 // computes the same attention as one device on the whole sequence.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ class CpAttentionBase : public AttentionHook {
   std::vector<Block> all_visible_blocks() const;
 
  protected:
+  // Runs `compute`, the attention's own arithmetic, as the trace span `name` on the compute lane,
+  // and adds its time to work_.compute_seconds, `device` synchronised at its end (on a GPU: the
+  // kernels, not their launches).
+  void timed_compute(const std::string& name, Device device, const std::function<void()>& compute);
+
   Communicator& cp_;
   CpSharding sharding_;
   AttentionWork work_;
@@ -66,5 +72,11 @@ class CpAttentionBase : public AttentionHook {
 // The variant's implementation; UsageError for all-to-all when W does not divide the heads.
 std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communicator& cp, CpSharding sharding,
                                                    std::int64_t heads, std::int64_t kv_heads);
+// That UsageError, unless cp divides both head counts (`per` after the counts in its message: "",
+// " per TP rank").
+void check_head_split(int cp, std::int64_t heads, std::int64_t kv_heads, const std::string& per = "");
+
+// positions [n] i32 on `device`: batch data, like the tokens themselves (a Temporary).
+Tensor positions_on(const std::vector<std::int32_t>& positions, Device device);
 
 }  // namespace usp::ch07
