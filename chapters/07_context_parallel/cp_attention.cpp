@@ -52,12 +52,12 @@ const Tensor& CpAttentionBase::gathered_positions(std::int64_t tokens) const {
   return all_positions_;
 }
 
-void CpAttentionBase::timed_compute(const std::string& name, Device device, const std::function<void()>& compute) {
+double traced_seconds(const std::string& name, Device device, const std::function<void()>& compute) {
   TraceScope span(name);
   const auto t0 = std::chrono::steady_clock::now();
   compute();
   synchronize_compute(device);
-  work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communicator& cp, CpSharding sharding,

@@ -57,11 +57,6 @@ class CpAttentionBase : public AttentionHook {
   std::vector<Block> all_visible_blocks() const;
 
  protected:
-  // Runs `compute`, the attention's own arithmetic, as the trace span `name` on the compute lane,
-  // and adds its time to work_.compute_seconds, `device` synchronised at its end (on a GPU: the
-  // kernels, not their launches).
-  void timed_compute(const std::string& name, Device device, const std::function<void()>& compute);
-
   Communicator& cp_;
   CpSharding sharding_;
   AttentionWork work_;
@@ -75,6 +70,10 @@ std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communic
 // That UsageError, unless cp divides both head counts (`per` after the counts in its message: "",
 // " per TP rank").
 void check_head_split(int cp, std::int64_t heads, std::int64_t kv_heads, const std::string& per = "");
+
+// Runs `compute`, an attention's own arithmetic, as the trace span `name` on the compute lane,
+// `device` synchronised at its end (on a GPU: the kernels, not their launches); its seconds.
+double traced_seconds(const std::string& name, Device device, const std::function<void()>& compute);
 
 // positions [n] i32 on `device`: batch data, like the tokens themselves (a Temporary).
 Tensor positions_on(const std::vector<std::int32_t>& positions, Device device);

@@ -28,8 +28,9 @@ void KvGatherAttention::attention_forward(const Tensor& q, const Tensor& k, cons
   const Tensor K = gather_sequence(k), V = gather_sequence(v);  // [B, W·T, G, D]
   const Tensor& k_pos = gathered_positions(T);
   saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation, q.device());  // the log-sum-exp
-  timed_compute("all-gather attention", q.device(),
-                [&] { ops::attention_block_forward(q, K, V, positions(T), k_pos, out, saved); });
+  work_.compute_seconds += traced_seconds("all-gather attention", q.device(), [&] {
+    ops::attention_block_forward(q, K, V, positions(T), k_pos, out, saved);
+  });
   // One step; its blocks are the (query chunk, key chunk) pairs with a visible key, the key
   // chunks in the gathered order (rank after rank, each rank's chunks in its storage order).
   work_.blocks_per_step = {all_visible_blocks()};

@@ -93,8 +93,9 @@ void UlyssesAttention::attention_forward(const Tensor& q, const Tensor& k, const
   const Tensor& pos = gathered_positions(T);
   Tensor outh = Tensor::empty({B, W * T, H / W, D}, DType::f32, MemCategory::Temporary, q.device());
   saved = Tensor::empty({B, H / W, W * T}, DType::f32, MemCategory::Activation, q.device());  // the log-sum-exp
-  timed_compute("all-to-all attention", q.device(),
-                [&] { ops::attention_block_forward(qh, kh, vh, pos, pos, outh, saved); });
+  work_.compute_seconds += traced_seconds("all-to-all attention", q.device(), [&] {
+    ops::attention_block_forward(qh, kh, vh, pos, pos, outh, saved);
+  });
   to_tokens(outh, out);
   // One step: for its heads the rank computes every block of the causal mask; per (query chunk,
   // key chunk) of its own tokens that is the same list as the others', so the work is listed as
@@ -111,7 +112,7 @@ void UlyssesAttention::attention_backward(const Tensor& dout, const Tensor& q, c
   Tensor dqh = Tensor::zeros(qh.shape(), DType::f32, MemCategory::Temporary, q.device());
   Tensor dkh = Tensor::zeros(kh.shape(), DType::f32, MemCategory::Temporary, q.device());
   Tensor dvh = Tensor::zeros(vh.shape(), DType::f32, MemCategory::Temporary, q.device());
-  timed_compute("all-to-all attention backward", q.device(), [&] {
+  work_.compute_seconds += traced_seconds("all-to-all attention backward", q.device(), [&] {
     ops::attention_block_backward(douth, Tensor(), qh, kh, vh, pos, pos, outh, saved, dqh, dkh, dvh);
   });
   to_tokens(dqh, dq);
