@@ -1,6 +1,7 @@
 #include "chapters/14_mixed_precision/precision_report.hpp"
 
 #include <cstdio>
+#include <numeric>
 
 #include "common/calc/precision_recipes.hpp"
 #include "common/train/finite_loss.hpp"
@@ -15,9 +16,7 @@ using report::Table;
 using report::Value;
 
 double mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
 double per(std::int64_t bytes, double n) { return static_cast<double>(bytes) / n; }
