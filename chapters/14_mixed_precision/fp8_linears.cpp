@@ -4,8 +4,8 @@
 
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
+#include "common/dtype.hpp"
 #include "common/error.hpp"
-#include "common/float_formats.hpp"
 #include "common/ops/ops.hpp"
 
 namespace usp::ch14 {
@@ -31,12 +31,10 @@ Tensor Fp8Linears::quantized(const Tensor& t, Kind kind) {
   std::vector<std::uint8_t> q(static_cast<std::size_t>(t.numel()));
   std::vector<float> scales(static_cast<std::size_t>(grid.tiles()), 1.0f);
   const float* x = t.data<float>();
-  if (scaling_ == Fp8Scaling::direct) {
-    for (std::int64_t i = 0; i < t.numel(); ++i)
-      q[static_cast<std::size_t>(i)] = format == DType::e4m3 ? float_to_e4m3(x[i]) : float_to_e5m2(x[i]);
-  } else {
+  if (scaling_ == Fp8Scaling::direct)
+    convert_from_float(x, format, q.data(), q.size());  // the core's codec, values as they are
+  else
     quantize_tiles(x, grid, format, q.data(), scales.data());
-  }
   Tensor out = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary);
   float* y = out.data<float>();
   dequantize_tiles(q.data(), scales.data(), grid, format, y);
