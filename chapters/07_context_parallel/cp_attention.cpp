@@ -12,15 +12,6 @@
 
 namespace usp::ch07 {
 
-const char* attention_name(CpAttention a) {
-  switch (a) {
-    case CpAttention::ring: return "ring";
-    case CpAttention::all_gather: return "all-gather";
-    case CpAttention::all_to_all: return "all-to-all";
-  }
-  return "?";
-}
-
 std::int64_t AttentionWork::blocks() const {
   std::int64_t n = 0;
   for (const auto& step : blocks_per_step) n += static_cast<std::int64_t>(step.size());

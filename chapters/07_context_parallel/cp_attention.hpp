@@ -23,12 +23,16 @@
 
 #include "chapters/07_context_parallel/cp_layout.hpp"
 #include "common/comm/communicator.hpp"
+#include "common/enum_names.hpp"
 #include "common/model/attention_hook.hpp"
 
 namespace usp::ch07 {
 
 enum class CpAttention : unsigned char { ring, all_gather, all_to_all };
-const char* attention_name(CpAttention a);  // "ring", "all-gather", "all-to-all"
+inline constexpr EnumNames<CpAttention, 3> kCpAttentionNames{{{{CpAttention::ring, "ring"},
+                                                              {CpAttention::all_gather, "all-gather"},
+                                                              {CpAttention::all_to_all, "all-to-all"}}}};
+inline const char* attention_name(CpAttention a) { return kCpAttentionNames.name(a); }
 
 // What one rank's attention did in the last forward (for the chapter's per-rank report and the
 // mask figure): the blocks it computed at each ring step (the all-gather and all-to-all

@@ -5,19 +5,16 @@
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
 #include "common/dtype.hpp"
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 #include "common/ops/ops.hpp"
 
 namespace usp::ch14 {
 
-const char* scaling_name(Fp8Scaling s) {
-  switch (s) {
-    case Fp8Scaling::direct: return "fp8 direct";
-    case Fp8Scaling::per_tensor: return "fp8 per-tensor";
-    case Fp8Scaling::tiled: return "fp8 tiled";
-  }
-  return "?";
-}
+constexpr EnumNames<Fp8Scaling, 3> kScalingNames{{{{Fp8Scaling::direct, "fp8 direct"},
+                                                   {Fp8Scaling::per_tensor, "fp8 per-tensor"},
+                                                   {Fp8Scaling::tiled, "fp8 tiled"}}}};
+const char* scaling_name(Fp8Scaling s) { return kScalingNames.name(s); }
 
 Tensor Fp8Linears::quantized(const Tensor& t, Kind kind) {
   USP_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "Fp8Linears: the FP8 emulation runs on f32 CPU tensors");
