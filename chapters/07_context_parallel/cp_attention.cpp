@@ -1,20 +1,16 @@
 #include "chapters/07_context_parallel/cp_attention.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include "chapters/07_context_parallel/kv_gather_attention.hpp"
 #include "chapters/07_context_parallel/ring_attention.hpp"
 #include "chapters/07_context_parallel/ulysses_attention.hpp"
+#include "common/device.hpp"
 #include "common/error.hpp"
+#include "common/trace.hpp"
 
 namespace usp::ch07 {
-
-const char* attention_name(CpAttention a) {
-  switch (a) {
-    case CpAttention::ring: return "ring";
-    case CpAttention::all_gather: return "all-gather";
-    case CpAttention::all_to_all: return "all-to-all";
-  }
-  return "?";
-}
 
 std::int64_t AttentionWork::blocks() const {
   std::int64_t n = 0;
@@ -24,27 +20,35 @@ std::int64_t AttentionWork::blocks() const {
 
 CpAttentionBase::CpAttentionBase(Communicator& cp, CpSharding sharding) : cp_(cp), sharding_(sharding) {}
 
+Tensor positions_on(const std::vector<std::int32_t>& positions, Device device) {
+  Tensor host = Tensor::empty({static_cast<std::int64_t>(positions.size())}, DType::i32, MemCategory::Temporary);
+  std::copy(positions.begin(), positions.end(), host.data<std::int32_t>());
+  return on_device(host, device);
+}
+
 const Tensor& CpAttentionBase::positions(std::int64_t tokens) const {
-  if (!positions_.defined() || positions_.numel() != tokens) {
-    // Batch data, like the tokens themselves: a Temporary (not model memory).
-    const std::vector<std::int32_t> p = rank_positions(sharding_, tokens * cp_.size(), cp_.size(), cp_.rank());
-    Tensor host = Tensor::empty({tokens}, DType::i32, MemCategory::Temporary);
-    std::copy(p.begin(), p.end(), host.data<std::int32_t>());
-    positions_ = on_device(host, cp_.device());
-  }
+  if (!positions_.defined() || positions_.numel() != tokens)
+    positions_ = positions_on(rank_positions(sharding_, tokens * cp_.size(), cp_.size(), cp_.rank()), cp_.device());
   return positions_;
 }
 
 const Tensor& CpAttentionBase::gathered_positions(std::int64_t tokens) const {
   const int W = cp_.size();
   if (!all_positions_.defined() || all_positions_.numel() != W * tokens) {
-    Tensor host = Tensor::empty({W * tokens}, DType::i32, MemCategory::Temporary);  // batch data
-    std::int32_t* p = host.data<std::int32_t>();
+    std::vector<std::int32_t> all;
     for (int w = 0; w < W; ++w)
-      for (std::int32_t pos : rank_positions(sharding_, W * tokens, W, w)) *p++ = pos;
-    all_positions_ = on_device(host, cp_.device());
+      for (std::int32_t p : rank_positions(sharding_, W * tokens, W, w)) all.push_back(p);
+    all_positions_ = positions_on(all, cp_.device());
   }
   return all_positions_;
+}
+
+double traced_seconds(const std::string& name, Device device, const std::function<void()>& compute) {
+  TraceScope span(name);
+  const auto t0 = std::chrono::steady_clock::now();
+  compute();
+  synchronize_compute(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communicator& cp, CpSharding sharding,
@@ -53,13 +57,17 @@ std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communic
     case CpAttention::ring: return std::make_unique<RingAttention>(cp, sharding);
     case CpAttention::all_gather: return std::make_unique<KvGatherAttention>(cp, sharding);
     case CpAttention::all_to_all:
-      if (heads % cp.size() != 0 || kv_heads % cp.size() != 0)
-        throw UsageError("the all-to-all attention gives each of the cp = " + std::to_string(cp.size()) +
-                         " ranks a share of the heads: cp must divide the number of heads (" + std::to_string(heads) +
-                         ") and of kv heads (" + std::to_string(kv_heads) + ")");
+      check_head_split(cp.size(), heads, kv_heads);
       return std::make_unique<UlyssesAttention>(cp, sharding);
   }
   throw Error("make_cp_attention: unknown variant");
+}
+
+void check_head_split(int cp, std::int64_t heads, std::int64_t kv_heads, const std::string& per) {
+  if (heads % cp != 0 || kv_heads % cp != 0)
+    throw UsageError("the all-to-all attention gives each of the cp = " + std::to_string(cp) +
+                     " ranks a share of the heads: cp must divide the number of heads (" + std::to_string(heads) +
+                     per + ") and of kv heads (" + std::to_string(kv_heads) + ")");
 }
 
 std::vector<Block> CpAttentionBase::all_visible_blocks() const {

@@ -16,18 +16,23 @@
 // computes the same attention as one device on the whole sequence.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "chapters/07_context_parallel/cp_layout.hpp"
 #include "common/comm/communicator.hpp"
+#include "common/enum_names.hpp"
 #include "common/model/attention_hook.hpp"
 
 namespace usp::ch07 {
 
 enum class CpAttention : unsigned char { ring, all_gather, all_to_all };
-const char* attention_name(CpAttention a);  // "ring", "all-gather", "all-to-all"
+inline constexpr EnumNames<CpAttention, 3> kCpAttentionNames{{{{CpAttention::ring, "ring"},
+                                                              {CpAttention::all_gather, "all-gather"},
+                                                              {CpAttention::all_to_all, "all-to-all"}}}};
+inline const char* attention_name(CpAttention a) { return kCpAttentionNames.name(a); }
 
 // What one rank's attention did in the last forward (for the chapter's per-rank report and the
 // mask figure): the blocks it computed at each ring step (the all-gather and all-to-all
@@ -66,5 +71,15 @@ class CpAttentionBase : public AttentionHook {
 // The variant's implementation; UsageError for all-to-all when W does not divide the heads.
 std::unique_ptr<CpAttentionBase> make_cp_attention(CpAttention variant, Communicator& cp, CpSharding sharding,
                                                    std::int64_t heads, std::int64_t kv_heads);
+// That UsageError, unless cp divides both head counts (`per` after the counts in its message: "",
+// " per TP rank").
+void check_head_split(int cp, std::int64_t heads, std::int64_t kv_heads, const std::string& per = "");
+
+// Runs `compute`, an attention's own arithmetic, as the trace span `name` on the compute lane,
+// `device` synchronised at its end (on a GPU: the kernels, not their launches); its seconds.
+double traced_seconds(const std::string& name, Device device, const std::function<void()>& compute);
+
+// positions [n] i32 on `device`: batch data, like the tokens themselves (a Temporary).
+Tensor positions_on(const std::vector<std::int32_t>& positions, Device device);
 
 }  // namespace usp::ch07

@@ -30,10 +30,8 @@ void check_cp_layout(const CpLayout& layout, int world_size, const ModelConfig& 
     throw UsageError("contiguous context parallelism cuts each sequence into cp chunks: seq " + str(seq) +
                      " is not divisible by cp = " + str(cp));
   const std::int64_t heads = model.heads / layout.tp, kv_heads = model.kv_heads / layout.tp;
-  if (layout.attention == CpAttention::all_to_all && (heads % cp != 0 || kv_heads % cp != 0))
-    throw UsageError("the all-to-all attention gives each of the cp = " + str(cp) +
-                     " ranks a share of the heads: cp must divide the number of heads (" + str(heads) +
-                     (layout.tp > 1 ? " per TP rank" : "") + ") and of kv heads (" + str(kv_heads) + ")");
+  if (layout.attention == CpAttention::all_to_all)
+    check_head_split(cp, heads, kv_heads, layout.tp > 1 ? " per TP rank" : "");
 }
 
 }  // namespace usp::ch07

@@ -1,10 +1,8 @@
 // The all-gather variant of context-parallel attention (see kv_gather_attention.hpp).
 #include "chapters/07_context_parallel/kv_gather_attention.hpp"
 
-#include <chrono>
 #include <vector>
 
-#include "common/device.hpp"
 #include "common/ops/ops.hpp"
 #include "common/trace.hpp"
 
@@ -30,13 +28,9 @@ void KvGatherAttention::attention_forward(const Tensor& q, const Tensor& k, cons
   const Tensor K = gather_sequence(k), V = gather_sequence(v);  // [B, W·T, G, D]
   const Tensor& k_pos = gathered_positions(T);
   saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation, q.device());  // the log-sum-exp
-  const auto t0 = std::chrono::steady_clock::now();
-  {
-    TraceScope span("all-gather attention");
+  work_.compute_seconds += traced_seconds("all-gather attention", q.device(), [&] {
     ops::attention_block_forward(q, K, V, positions(T), k_pos, out, saved);
-  }
-  synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
-  work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
   // One step; its blocks are the (query chunk, key chunk) pairs with a visible key, the key
   // chunks in the gathered order (rank after rank, each rank's chunks in its storage order).
   work_.blocks_per_step = {all_visible_blocks()};

@@ -1,14 +1,14 @@
 #include "chapters/07_context_parallel/ring_attention.hpp"
 
-#include <chrono>
 #include <limits>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "chapters/07_context_parallel/merge_attention.hpp"
 #include "chapters/07_context_parallel/token_rows.hpp"
 #include "common/device.hpp"
 #include "common/ops/ops.hpp"
-#include "common/trace.hpp"
 
 namespace usp::ch07 {
 
@@ -29,39 +29,40 @@ std::int64_t chunk_row(CpSharding s, int world, int rank, int chunk, std::int64_
 // The positions [L] i32 of a chunk's tokens in the whole sequence, on `device` (the attention
 // op's arguments share one).
 Tensor chunk_positions(int chunk, std::int64_t len, Device device) {
-  Tensor p = Tensor::empty({len}, DType::i32, MemCategory::Temporary);
-  for (std::int64_t i = 0; i < len; ++i) p.data<std::int32_t>()[i] = static_cast<std::int32_t>(chunk * len + i);
-  return on_device(p, device);
+  std::vector<std::int32_t> p(static_cast<std::size_t>(len));
+  std::iota(p.begin(), p.end(), static_cast<std::int32_t>(chunk * len));
+  return positions_on(p, device);
 }
 
-// The K/V block a rank holds at a ring step, and the transfer of the next one.
-struct KvBlock {
-  Tensor k, v;  // [B, T, G, D]: the keys and values of rank `owner`
-  int owner = 0;
-};
-
-struct Transfer {
-  WorkHandle send_k, send_v, recv_k, recv_v;
+// Two tensors passed one hop along the ring: a and b go to rank r+1 while two of their shapes and
+// dtypes (CommBuffers, allocated here) arrive from rank r-1, under tags `first` and first + 1. The
+// caller computes, then waits before it reads what arrived.
+struct Hop {
+  Tensor a, b;  // what arrives
+  WorkHandle recv_a, recv_b, send_a, send_b;
   void wait() {
-    for (WorkHandle* w : {&send_k, &send_v, &recv_k, &recv_v})
+    for (WorkHandle* w : {&recv_a, &recv_b, &send_a, &send_b})
       if (*w) (*w)->wait();
   }
 };
 
-// Posts the send of `held` to rank r+1 and the receive of the next block from rank r-1 into
-// `next` (allocated here); the caller computes, then waits.
-Transfer pass_on(Communicator& cp, const KvBlock& held, KvBlock& next, int step) {
+Hop hop(Communicator& cp, const Tensor& a, const Tensor& b, int first) {
   const int W = cp.size(), r = cp.rank();
-  next.k = Tensor::empty(held.k.shape(), held.k.dtype(), MemCategory::CommBuffer, held.k.device());
-  next.v = Tensor::empty(held.v.shape(), held.v.dtype(), MemCategory::CommBuffer, held.v.device());
-  next.owner = (held.owner - 1 + W) % W;
-  Transfer t;
-  t.recv_k = cp.recv_async(next.k, (r - 1 + W) % W, tag(step, 0));
-  t.recv_v = cp.recv_async(next.v, (r - 1 + W) % W, tag(step, 1));
-  t.send_k = cp.send_async(held.k, (r + 1) % W, tag(step, 0));
-  t.send_v = cp.send_async(held.v, (r + 1) % W, tag(step, 1));
-  return t;
+  Hop h;
+  h.a = Tensor::empty(a.shape(), a.dtype(), MemCategory::CommBuffer, a.device());
+  h.b = Tensor::empty(b.shape(), b.dtype(), MemCategory::CommBuffer, b.device());
+  h.recv_a = cp.recv_async(h.a, (r - 1 + W) % W, first);
+  h.recv_b = cp.recv_async(h.b, (r - 1 + W) % W, first + 1);
+  h.send_a = cp.send_async(a, (r + 1) % W, first);
+  h.send_b = cp.send_async(b, (r + 1) % W, first + 1);
+  return h;
 }
+
+// The K/V block a rank holds at a ring step.
+struct KvBlock {
+  Tensor k, v;  // [B, T, G, D]: the keys and values of rank `owner`
+  int owner = 0;
+};
 
 // Exercise 07.1's merge and its backward work on host memory. With the ring on a GPU the merge's
 // operands (a chunk's running out and lse, the block's, and their gradients: O(len·H·D) per
@@ -69,23 +70,25 @@ Transfer pass_on(Communicator& cp, const KvBlock& held, KvBlock& next, int step)
 // merge is the one every device runs; a production ring fuses it into the attention kernel.
 Tensor host_copy(const Tensor& t) { return on_device(t, Device::cpu()); }
 
+// (On the CPU host_copy is the tensor itself: nothing is copied, the results land in place.)
 void merge_on_host(Tensor& out, Tensor& lse, const Tensor& block_out, const Tensor& block_lse) {
-  if (out.device().is_cpu()) return merge_partial_attention(out, lse, block_out, block_lse);
   Tensor o = host_copy(out), l = host_copy(lse);
   merge_partial_attention(o, l, host_copy(block_out), host_copy(block_lse));
-  out.copy_from(o);
-  lse.copy_from(l);
+  if (!o.shares_storage_with(out)) {
+    out.copy_from(o);
+    lse.copy_from(l);
+  }
 }
 
 void merge_backward_on_host(const Tensor& dout, const Tensor& out, const Tensor& lse, const Tensor& block_out,
                             const Tensor& block_lse, Tensor& dblock_out, Tensor& dblock_lse) {
-  if (dblock_out.device().is_cpu())
-    return merge_partial_attention_backward(dout, out, lse, block_out, block_lse, dblock_out, dblock_lse);
   Tensor dbo = host_copy(dblock_out), dbl = host_copy(dblock_lse);
   merge_partial_attention_backward(host_copy(dout), host_copy(out), host_copy(lse), host_copy(block_out),
                                    host_copy(block_lse), dbo, dbl);
-  dblock_out.copy_from(dbo);
-  dblock_lse.copy_from(dbl);
+  if (!dbo.shares_storage_with(dblock_out)) {
+    dblock_out.copy_from(dbo);
+    dblock_lse.copy_from(dbl);
+  }
 }
 
 }  // namespace
@@ -101,17 +104,14 @@ void RingAttention::attention_forward(const Tensor& q, const Tensor& k, const Te
   Tensor acc = Tensor::zeros({B, T, H, D}, DType::f32, MemCategory::Temporary, dev);
   saved = Tensor::empty({B, H, T}, DType::f32, MemCategory::Activation, dev);
   saved.fill(-std::numeric_limits<float>::infinity());
-  const Tensor lse_rows = saved.reshape({B * H, T, 1});  // the same memory, tokens as dim 1
+  Tensor lse_rows = saved.reshape({B * H, T, 1});  // the same memory, tokens as dim 1
 
   work_.blocks_per_step.assign(static_cast<std::size_t>(W), {});
   KvBlock held{k, v, r};
   for (int step = 0; step < W; ++step) {
-    KvBlock next;
-    Transfer transfer;
-    if (step + 1 < W) transfer = pass_on(cp_, held, next, step);  // in flight while we compute
-    {
-      TraceScope span("ring step " + std::to_string(step));
-      const auto t0 = std::chrono::steady_clock::now();
+    Hop next;
+    if (step + 1 < W) next = hop(cp_, held.k, held.v, tag(step, 0));  // in flight while we compute
+    work_.compute_seconds += traced_seconds("ring step " + std::to_string(step), dev, [&] {
       for (const Block& b : ring_step_blocks(sharding_, W, r, step)) {
         const std::int64_t qr = chunk_row(sharding_, W, r, b.q_chunk, len);
         const std::int64_t kr = chunk_row(sharding_, W, held.owner, b.k_chunk, len);
@@ -125,16 +125,13 @@ void RingAttention::attention_forward(const Tensor& q, const Tensor& k, const Te
         Tensor lse_c = take_tokens(lse_rows, qr, len).reshape({B, H, len});
         merge_on_host(out_c, lse_c, out_b, lse_b);
         put_tokens(out_c, acc, qr);
-        Tensor lse_rows_mut = saved.reshape({B * H, T, 1});
-        put_tokens(lse_c.reshape({B * H, len, 1}), lse_rows_mut, qr);
+        put_tokens(lse_c.reshape({B * H, len, 1}), lse_rows, qr);
         work_.blocks_per_step[static_cast<std::size_t>(step)].push_back(b);
       }
-      synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
-      work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    });
     if (step + 1 < W) {
-      transfer.wait();
-      held = next;
+      next.wait();
+      held = {next.a, next.b, (held.owner - 1 + W) % W};
     }
   }
   put_tokens(acc, out, 0);  // rounded to the layer's dtype once
@@ -154,12 +151,9 @@ void RingAttention::attention_backward(const Tensor& dout, const Tensor& q, cons
 
   KvBlock held{k, v, r};
   for (int step = 0; step < W; ++step) {
-    KvBlock next;
-    Transfer transfer;
-    if (step + 1 < W) transfer = pass_on(cp_, held, next, step);  // the next K/V, prefetched
-    {
-      TraceScope span("ring backward step " + std::to_string(step));
-      const auto t0 = std::chrono::steady_clock::now();
+    Hop next;
+    if (step + 1 < W) next = hop(cp_, held.k, held.v, tag(step, 0));  // the next K/V, prefetched
+    work_.compute_seconds += traced_seconds("ring backward step " + std::to_string(step), dev, [&] {
       for (const Block& b : ring_step_blocks(sharding_, W, r, step)) {
         const std::int64_t qr = chunk_row(sharding_, W, r, b.q_chunk, len);
         const std::int64_t kr = chunk_row(sharding_, W, held.owner, b.k_chunk, len);
@@ -183,24 +177,17 @@ void RingAttention::attention_backward(const Tensor& dout, const Tensor& q, cons
         put_tokens(dkc, dk_acc, kr, /*add=*/true);
         put_tokens(dvc, dv_acc, kr, /*add=*/true);
       }
-      synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
-      work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    if (step + 1 < W) transfer.wait();
+    });
+    if (step + 1 < W) next.wait();
     if (W > 1) {
       // The accumulator goes on with its block to rank r+1; the one for the block arriving (or,
       // after the last step, this rank's own, home from its last visit) comes from rank r-1.
-      Tensor dk_in = Tensor::empty(dk_acc.shape(), DType::f32, MemCategory::CommBuffer, dev);
-      Tensor dv_in = Tensor::empty(dv_acc.shape(), DType::f32, MemCategory::CommBuffer, dev);
-      WorkHandle rk = cp_.recv_async(dk_in, (r - 1 + W) % W, tag(step, 2));
-      WorkHandle rv = cp_.recv_async(dv_in, (r - 1 + W) % W, tag(step, 3));
-      WorkHandle sk = cp_.send_async(dk_acc, (r + 1) % W, tag(step, 2));
-      WorkHandle sv = cp_.send_async(dv_acc, (r + 1) % W, tag(step, 3));
-      for (WorkHandle* w : {&rk, &rv, &sk, &sv}) (*w)->wait();
-      dk_acc = dk_in;
-      dv_acc = dv_in;
+      Hop acc = hop(cp_, dk_acc, dv_acc, tag(step, 2));
+      acc.wait();
+      dk_acc = acc.a;
+      dv_acc = acc.b;
     }
-    if (step + 1 < W) held = next;
+    if (step + 1 < W) held = {next.a, next.b, (held.owner - 1 + W) % W};
   }
   put_tokens(dq_acc, dq, 0);
   put_tokens(dk_acc, dk, 0);

@@ -1,12 +1,11 @@
 #include "chapters/07_context_parallel/ulysses_attention.hpp"
 
-#include <chrono>
+#include <algorithm>
 #include <string>
 
 #include "common/dtype.hpp"
 #include "common/device.hpp"
 #include "common/ops/ops.hpp"
-#include "common/trace.hpp"
 
 namespace usp::ch07 {
 
@@ -33,36 +32,40 @@ Tensor exchange(Communicator& cp, const Tensor& send) {
   return host_of(recv);
 }
 
+// Moves D-element rows between the exchange buffer [W, B, T, hp, D] (`shape`) and one of the two
+// layouts it connects, into the buffer when to_buffer. Chunk c of the buffer is
+//   Split::tokens  x [B, T, W·hp, D], this rank's tokens: heads [c·hp, (c+1)·hp), rank c's share
+//   Split::heads   y [B, W·T, hp, D], this rank's heads: rank c's tokens, rows [c·T, (c+1)·T)
+enum class Split { tokens, heads };
+
+void shuffle(const float* from, float* to, const Shape& shape, Split split, bool to_buffer) {
+  const std::int64_t W = shape[0], B = shape[1], T = shape[2], hp = shape[3], D = shape[4];
+  for (std::int64_t c = 0; c < W; ++c)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t h = 0; h < hp; ++h) {
+          const std::int64_t buffer = (((c * B + b) * T + t) * hp + h) * D;
+          const std::int64_t layout = split == Split::tokens ? ((b * T + t) * W * hp + c * hp + h) * D
+                                                             : ((b * W * T + c * T + t) * hp + h) * D;
+          std::copy_n(from + (to_buffer ? layout : buffer), D, to + (to_buffer ? buffer : layout));
+        }
+}
+
 }  // namespace
 
 Tensor UlyssesAttention::to_heads(const Tensor& x) {
   const std::int64_t B = x.dim(0), T = x.dim(1), X = x.dim(2), D = x.dim(3);
   const int W = cp_.size();
   const std::int64_t hp = X / W;
-  // Chunk j of the send buffer: every token of mine, heads [j·hp, (j+1)·hp): [W, B, T, hp, D].
   const Tensor xh = host_of(x);
   Tensor xf = Tensor::empty(x.shape(), DType::f32, MemCategory::Temporary);
   convert_to_float(x.dtype(), xh.raw(), xf.data<float>(), static_cast<std::size_t>(x.numel()));
+  // Rank j gets my tokens of its heads [j·hp, (j+1)·hp); rank i's tokens of my heads come back.
   Tensor send = staging(x.device(), {W, B, T, hp, D});
-  const float* s = xf.data<float>();
-  float* o = send.data<float>();
-  for (int j = 0; j < W; ++j)
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t h = 0; h < hp; ++h)
-          for (std::int64_t e = 0; e < D; ++e)
-            o[(((j * B + b) * T + t) * hp + h) * D + e] = s[((b * T + t) * X + j * hp + h) * D + e];
+  shuffle(xf.data<float>(), send.data<float>(), send.shape(), Split::tokens, /*to_buffer=*/true);
   const Tensor recv = exchange(cp_, send);
-  // Chunk i received: rank i's tokens, my heads -> rows [i·T, (i+1)·T) of [B, W·T, hp, D].
   Tensor y = Tensor::empty({B, W * T, hp, D}, DType::f32, MemCategory::Temporary);
-  const float* r = recv.data<float>();
-  float* yp = y.data<float>();
-  for (int i = 0; i < W; ++i)
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t h = 0; h < hp; ++h)
-          for (std::int64_t e = 0; e < D; ++e)
-            yp[((b * W * T + i * T + t) * hp + h) * D + e] = r[(((i * B + b) * T + t) * hp + h) * D + e];
+  shuffle(recv.data<float>(), y.data<float>(), recv.shape(), Split::heads, /*to_buffer=*/false);
   return on_device(y, x.device());
 }
 
@@ -70,28 +73,13 @@ void UlyssesAttention::to_tokens(const Tensor& y, Tensor& into) {
   const std::int64_t B = into.dim(0), T = into.dim(1), X = into.dim(2), D = into.dim(3);
   const int W = cp_.size();
   const std::int64_t hp = X / W;
-  // Chunk i of the send buffer: rank i's tokens (rows [i·T, (i+1)·T)), my heads.
+  // Rank i gets its tokens (my rows [i·T, (i+1)·T)) of my heads; my tokens of rank j's heads come back.
   Tensor send = staging(into.device(), {W, B, T, hp, D});
   const Tensor yh = host_of(y);
-  const float* yp = yh.data<float>();
-  float* o = send.data<float>();
-  for (int i = 0; i < W; ++i)
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t h = 0; h < hp; ++h)
-          for (std::int64_t e = 0; e < D; ++e)
-            o[(((i * B + b) * T + t) * hp + h) * D + e] = yp[((b * W * T + i * T + t) * hp + h) * D + e];
+  shuffle(yh.data<float>(), send.data<float>(), send.shape(), Split::heads, /*to_buffer=*/true);
   const Tensor recv = exchange(cp_, send);
-  // Chunk j received: my tokens, rank j's heads [j·hp, (j+1)·hp).
   Tensor xf = Tensor::empty(into.shape(), DType::f32, MemCategory::Temporary);
-  const float* r = recv.data<float>();
-  float* x = xf.data<float>();
-  for (int j = 0; j < W; ++j)
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t h = 0; h < hp; ++h)
-          for (std::int64_t e = 0; e < D; ++e)
-            x[((b * T + t) * X + j * hp + h) * D + e] = r[(((j * B + b) * T + t) * hp + h) * D + e];
+  shuffle(recv.data<float>(), xf.data<float>(), recv.shape(), Split::tokens, /*to_buffer=*/false);
   Tensor formed = into.device().is_cpu() ? into : Tensor::empty(into.shape(), into.dtype(), MemCategory::Temporary);
   convert_from_float(xf.data<float>(), into.dtype(), formed.raw(), static_cast<std::size_t>(into.numel()));
   if (!formed.shares_storage_with(into)) into.copy_from(formed);
@@ -105,13 +93,9 @@ void UlyssesAttention::attention_forward(const Tensor& q, const Tensor& k, const
   const Tensor& pos = gathered_positions(T);
   Tensor outh = Tensor::empty({B, W * T, H / W, D}, DType::f32, MemCategory::Temporary, q.device());
   saved = Tensor::empty({B, H / W, W * T}, DType::f32, MemCategory::Activation, q.device());  // the log-sum-exp
-  const auto t0 = std::chrono::steady_clock::now();
-  {
-    TraceScope span("all-to-all attention");
+  work_.compute_seconds += traced_seconds("all-to-all attention", q.device(), [&] {
     ops::attention_block_forward(qh, kh, vh, pos, pos, outh, saved);
-  }
-  synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
-  work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
   to_tokens(outh, out);
   // One step: for its heads the rank computes every block of the causal mask; per (query chunk,
   // key chunk) of its own tokens that is the same list as the others', so the work is listed as
@@ -128,13 +112,9 @@ void UlyssesAttention::attention_backward(const Tensor& dout, const Tensor& q, c
   Tensor dqh = Tensor::zeros(qh.shape(), DType::f32, MemCategory::Temporary, q.device());
   Tensor dkh = Tensor::zeros(kh.shape(), DType::f32, MemCategory::Temporary, q.device());
   Tensor dvh = Tensor::zeros(vh.shape(), DType::f32, MemCategory::Temporary, q.device());
-  const auto t0 = std::chrono::steady_clock::now();
-  {
-    TraceScope span("all-to-all attention backward");
+  work_.compute_seconds += traced_seconds("all-to-all attention backward", q.device(), [&] {
     ops::attention_block_backward(douth, Tensor(), qh, kh, vh, pos, pos, outh, saved, dqh, dkh, dvh);
-  }
-  synchronize_compute(q.device());  // on a GPU: the kernels, not their launches
-  work_.compute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
   to_tokens(dqh, dq);
   to_tokens(dkh, dk);
   to_tokens(dvh, dv);

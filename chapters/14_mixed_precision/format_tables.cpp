@@ -1,8 +1,6 @@
 #include "chapters/14_mixed_precision/format_tables.hpp"
 
 #include <cmath>
-#include <cstdio>
-#include <sstream>
 
 namespace usp::ch14 {
 
@@ -19,23 +17,10 @@ FormatRow enumerate(const FormatInfo& info) {
     if (!std::isfinite(x)) continue;
     ++row.finite;
     if (encode_float<F>(x) == static_cast<Storage>(p)) ++row.round_trip;
-    if (x >= 1.0f && x <= 2.0f) ++row.in_1_2;
+    if (x >= 1.0f && x <= 2.0f) row.grid_1_2.push_back(x);  // positive patterns come first: ascending
   }
+  row.in_1_2 = static_cast<std::int64_t>(row.grid_1_2.size());
   return row;
-}
-
-template <class F>
-void grid(std::ostringstream& s, const char* name) {
-  using Storage = typename F::Storage;
-  constexpr int bits = 1 + F::exponent_bits + F::mantissa_bits;
-  for (std::int64_t p = 0; p < (std::int64_t{1} << (bits - 1)); ++p) {  // the positive half
-    const float x = decode_float<F>(static_cast<Storage>(p));
-    if (x >= 1.0f && x <= 2.0f) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%s,%.9g\n", name, static_cast<double>(x));
-      s << buf;
-    }
-  }
 }
 
 }  // namespace
@@ -48,16 +33,6 @@ std::vector<FormatRow> format_rows() {
   f32.in_1_2 = (std::int64_t{1} << 23) + 1;
   return {f32, enumerate<Bf16Format>(bf16_info), enumerate<F16Format>(f16_info), enumerate<E4m3Format>(e4m3_info),
           enumerate<E5m2Format>(e5m2_info)};
-}
-
-std::string grid_csv() {
-  std::ostringstream s;
-  s << "format,value\n";
-  grid<Bf16Format>(s, "bf16");
-  grid<F16Format>(s, "f16");
-  grid<E4m3Format>(s, "e4m3");
-  grid<E5m2Format>(s, "e5m2");
-  return s.str();
 }
 
 }  // namespace usp::ch14

@@ -5,7 +5,6 @@
 // decodes to a float that encodes back to the same bits.
 #pragma once
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "common/float_formats.hpp"
@@ -18,12 +17,11 @@ struct FormatRow {
   std::int64_t finite = 0;      // patterns that are finite numbers (±0 counted once each)
   std::int64_t round_trip = 0;  // finite patterns with encode(decode(p)) == p (all, or a bug)
   std::int64_t in_1_2 = 0;      // representable values in [1, 2]: 2^mantissa_bits + 1
+  // Those values, ascending (grid_1_2.csv); empty for f32, whose 2^23 + 1 would only draw a solid line.
+  std::vector<float> grid_1_2 = {};
 };
 
 // f32, bf16, f16, e4m3, e5m2 in that order.
 std::vector<FormatRow> format_rows();
-// format,value: every representable value in [1, 2] of bf16, f16, e4m3 and e5m2 (f32's 2^23 + 1
-// would only draw a solid line).
-std::string grid_csv();
 
 }  // namespace usp::ch14

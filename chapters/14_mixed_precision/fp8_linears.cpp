@@ -3,22 +3,18 @@
 #include <vector>
 
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
+#include "chapters/14_mixed_precision/precision_training.hpp"
+#include "common/dtype.hpp"
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
-#include "common/float_formats.hpp"
-#include "common/model/model.hpp"
 #include "common/ops/ops.hpp"
-#include "common/optim/adamw.hpp"
 
 namespace usp::ch14 {
 
-const char* scaling_name(Fp8Scaling s) {
-  switch (s) {
-    case Fp8Scaling::direct: return "fp8 direct";
-    case Fp8Scaling::per_tensor: return "fp8 per-tensor";
-    case Fp8Scaling::tiled: return "fp8 tiled";
-  }
-  return "?";
-}
+constexpr EnumNames<Fp8Scaling, 3> kScalingNames{{{{Fp8Scaling::direct, "fp8 direct"},
+                                                   {Fp8Scaling::per_tensor, "fp8 per-tensor"},
+                                                   {Fp8Scaling::tiled, "fp8 tiled"}}}};
+const char* scaling_name(Fp8Scaling s) { return kScalingNames.name(s); }
 
 Tensor Fp8Linears::quantized(const Tensor& t, Kind kind) {
   USP_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "Fp8Linears: the FP8 emulation runs on f32 CPU tensors");
@@ -32,12 +28,10 @@ Tensor Fp8Linears::quantized(const Tensor& t, Kind kind) {
   std::vector<std::uint8_t> q(static_cast<std::size_t>(t.numel()));
   std::vector<float> scales(static_cast<std::size_t>(grid.tiles()), 1.0f);
   const float* x = t.data<float>();
-  if (scaling_ == Fp8Scaling::direct) {
-    for (std::int64_t i = 0; i < t.numel(); ++i)
-      q[static_cast<std::size_t>(i)] = format == DType::e4m3 ? float_to_e4m3(x[i]) : float_to_e5m2(x[i]);
-  } else {
+  if (scaling_ == Fp8Scaling::direct)
+    convert_from_float(x, format, q.data(), q.size());  // the core's codec, values as they are
+  else
     quantize_tiles(x, grid, format, q.data(), scales.data());
-  }
   Tensor out = Tensor::empty(t.shape(), DType::f32, MemCategory::Temporary);
   float* y = out.data<float>();
   dequantize_tiles(q.data(), scales.data(), grid, format, y);
@@ -75,30 +69,10 @@ void Fp8Linears::row_backward(const Tensor& dy, const Tensor& x, const Tensor& w
 }
 
 Fp8Run train_fp8(Fp8Scaling scaling, const TrainingConfig& cfg, const Dataset& data, const StepLines& lines) {
-  ParamStore params(cfg.model, DType::f32);
-  params.init(cfg.seed);
   Fp8Linears linears(scaling, cfg.model.vocab);
-  ModelOptions options = cfg.model_options();
-  options.activation_dtype = DType::f32;
-  options.linears = &linears;
-  Model model(params, options);
-  AdamW optimizer(params, cfg.adamw);
-  Fp8Run run;
-  run.recipe = scaling_name(scaling);
-  for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
-    params.zero_grad();
-    const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
-    run.losses.push_back(model.forward(b.inputs, b.targets));
-    model.backward();
-    optimizer.step(params);
-    lines.print(run.recipe, step, run.losses.back(), cfg.tokens_per_micro_batch(),
-                static_cast<double>(model.flops().model()), start);
-  }
-  run.activations = linears.activations();
-  run.weights = linears.weights();
-  run.gradients = linears.gradients();
-  return run;
+  // The fp32 recipe (weights, activations and AdamW states in fp32) with its linear blocks in FP8.
+  PrecisionRun run = train_recipe(Recipe::fp32, cfg, data, {}, lines, &linears, scaling_name(scaling));
+  return {run.recipe, std::move(run.losses), linears.activations(), linears.weights(), linears.gradients()};
 }
 
 }  // namespace usp::ch14

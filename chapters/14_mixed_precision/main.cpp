@@ -28,7 +28,6 @@
 #include "chapters/14_mixed_precision/fp8_linears.hpp"
 #include "chapters/14_mixed_precision/precision_report.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
-#include "common/io/output_file.hpp"
 #include "common/json.hpp"
 #include "common/runtime.hpp"
 #include "common/train/finite_loss.hpp"
@@ -42,11 +41,12 @@ using namespace usp::ch14;
 
 // 1. The formats: the table, formats.csv and grid_1_2.csv, and "formats" in the summary.
 void show_formats(const std::string& out, JsonWriter& j) {
-  const report::Table t = formats_table(format_rows());
+  const std::vector<FormatRow> rows = format_rows();
+  const report::Table t = formats_table(rows);
   std::printf("1. The formats (common/float_formats.hpp), every narrow bit pattern decoded and encoded back:\n");
   t.print_and_write_json(std::cout, "formats", j);
   t.write_csv(out + "/formats.csv");
-  write_file_atomic(out + "/grid_1_2.csv", grid_csv());
+  grid_table(rows).write_csv(out + "/grid_1_2.csv");
 }
 
 // 2. (The heading and each step's progress line are printed as the recipes train, in run_chapter.)

@@ -1,6 +1,7 @@
 #include "chapters/14_mixed_precision/precision_report.hpp"
 
 #include <cstdio>
+#include <numeric>
 
 #include "common/calc/precision_recipes.hpp"
 #include "common/train/finite_loss.hpp"
@@ -15,9 +16,7 @@ using report::Table;
 using report::Value;
 
 double mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
 double per(std::int64_t bytes, double n) { return static_cast<double>(bytes) / n; }
@@ -159,6 +158,13 @@ Table fp8_rates_table() {
                 {.key = "bf16_tflops", .header = "bf16 TFLOP/s", .format = " %12.1f"},
                 {.key = "ratio", .header = "ratio", .format = " %7.2fx", .json = false}},
                "   ");
+}
+
+Table grid_table(const std::vector<FormatRow>& rows) {
+  Table t({{.key = "format"}, {.key = "value", .csv_format = "%.9g"}});
+  for (const FormatRow& r : rows)
+    for (float x : r.grid_1_2) t.add({std::string(r.info.name), static_cast<double>(x)});
+  return t;
 }
 
 Table loss_curves_table(const std::vector<PrecisionRun>& runs) {

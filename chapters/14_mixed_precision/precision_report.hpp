@@ -6,7 +6,8 @@
 //   playbook_table       the playbook's six recipes (rows only)        "playbook_recipes"
 //   fp8_table            section 3: the FP8 linears per scaling        "fp8"
 //   fp8_rates_table      section 4: e4m3 vs bf16 GEMM rates (GPU)      "fp8_gemm.rates"
-//   loss_curves_table, grad_histogram_table, fp8_curves_table: the CSVs of the same names
+//   grid_table, loss_curves_table, grad_histogram_table, fp8_curves_table: the CSVs grid_1_2.csv,
+//                        loss_curves.csv, grad_histogram.csv, fp8_curves.csv
 // A recipe whose loss became NaN or infinite shows "diverged at step N" where its gap would be.
 #pragma once
 #include <vector>
@@ -26,6 +27,7 @@ report::Table playbook_table();
 report::Table fp8_table(const PrecisionRun& fp32, const std::vector<Fp8Run>& fp8);
 report::Table fp8_rates_table();  // empty: its rows are added (and printed) as they are measured
 
+report::Table grid_table(const std::vector<FormatRow>& rows);  // format,value: every FormatRow::grid_1_2
 report::Table loss_curves_table(const std::vector<PrecisionRun>& runs);
 report::Table grad_histogram_table(const std::vector<PrecisionRun>& runs);
 report::Table fp8_curves_table(const PrecisionRun& fp32, const std::vector<Fp8Run>& fp8);

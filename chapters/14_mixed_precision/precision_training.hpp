@@ -17,6 +17,7 @@
 #include "chapters/14_mixed_precision/loss_scaling.hpp"
 #include "common/calc/memory_model.hpp"
 #include "common/data/dataset.hpp"
+#include "common/model/linear_hook.hpp"
 #include "common/train/step_lines.hpp"
 #include "common/train/training_flags.hpp"
 
@@ -67,9 +68,11 @@ CalcRow calc_row(Recipe r);
 
 // cfg.model trained cfg.steps steps (cfg.dtype is ignored: the recipe sets it); `scaler` is the
 // starting state for Recipe::fp16_scaled.
-// Each step's progress line through `lines`, labelled with the recipe (its time includes the
-// gradient census).
+// Each step's progress line through `lines`, labelled with `label`, which names the run too (empty:
+// the recipe's name); its time includes the gradient census.
+// linears: the model's linear blocks (null: the core's; otherwise the run measures no memory);
+// section 3's FP8 runs are Recipe::fp32 with Fp8Linears (fp8_linears.hpp).
 PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Dataset& data, LossScaleState scaler = {},
-                          const StepLines& lines = {});
+                          const StepLines& lines = {}, LinearHook* linears = nullptr, const std::string& label = "");
 
 }  // namespace usp::ch14

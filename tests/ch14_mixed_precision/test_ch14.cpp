@@ -20,6 +20,7 @@
 #include "chapters/14_mixed_precision/fp8_linears.hpp"
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
 #include "chapters/14_mixed_precision/loss_scaling.hpp"
+#include "chapters/14_mixed_precision/precision_report.hpp"
 #include "chapters/14_mixed_precision/precision_training.hpp"
 #include "common/data/dataset.hpp"
 #include "common/dtype.hpp"
@@ -295,7 +296,7 @@ TEST_CASE("the formats: constants, and every narrow bit pattern round-trips", "[
     CHECK(r.round_trip == r.finite);
     CHECK(r.in_1_2 == (std::int64_t{1} << r.info.mantissa_bits) + 1);  // 1, 1 + ε, ..., 2
   }
-  const std::string grid = grid_csv();
+  const std::string grid = grid_table(rows).csv();
   CHECK(std::count(grid.begin(), grid.end(), '\n') == 1 + 129 + 1025 + 9 + 5);
   CHECK(grid.find("e4m3,1.125\n") != std::string::npos);
   CHECK(grid.find("e5m2,1.75\n") != std::string::npos);
