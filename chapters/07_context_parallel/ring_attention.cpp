@@ -153,7 +153,7 @@ void RingAttention::attention_backward(const Tensor& dout, const Tensor& q, cons
   for (int step = 0; step < W; ++step) {
     Hop next;
     if (step + 1 < W) next = hop(cp_, held.k, held.v, tag(step, 0));  // the next K/V, prefetched
-    work_.compute_seconds += traced_seconds("ring backward step " + std::to_string(step), dev, [&] {
+    traced_seconds("ring backward step " + std::to_string(step), dev, [&] {  // traced; compute_seconds is the forward's
       for (const Block& b : ring_step_blocks(sharding_, W, r, step)) {
         const std::int64_t qr = chunk_row(sharding_, W, r, b.q_chunk, len);
         const std::int64_t kr = chunk_row(sharding_, W, held.owner, b.k_chunk, len);

@@ -424,3 +424,24 @@ TEST_CASE("tokens_at takes a rank's tokens of every sequence at its positions", 
   CHECK(in == std::vector<std::int32_t>{1, 2, 5, 6, 9, 10, 13, 14});
   CHECK(tg == std::vector<std::int32_t>{101, 102, 105, 106, 109, 110, 113, 114});
 }
+
+TEST_CASE("the attention's compute_seconds is its forward's: a backward adds nothing (the report compares the "
+          "attentions' forwards)", "[ch07][mpi]") {
+  Communicator& w = world();
+  const std::int64_t B = 1, T = 8, H = 4, G = 4, D = 4;  // T tokens per rank; cp <= 4 splits the heads
+  const Tensor q = random_tensor({B, T, H, D}, "q"), k = random_tensor({B, T, G, D}, "k");
+  const Tensor v = random_tensor({B, T, G, D}, "v"), dout = random_tensor({B, T, H, D}, "dout");
+  for (CpAttention a : kAttentions) {
+    INFO(attention_name(a) << ", rank " << w.rank());
+    auto attention = make_cp_attention(a, w, CpSharding::zigzag, H, G);
+    Tensor out = Tensor::empty(q.shape(), q.dtype(), MemCategory::Temporary), saved;
+    attention->attention_forward(q, k, v, out, saved);
+    const double forward = attention->work().compute_seconds;
+    CHECK(forward > 0);
+    Tensor dq = Tensor::zeros(q.shape(), DType::f32, MemCategory::Temporary);
+    Tensor dk = Tensor::zeros(k.shape(), DType::f32, MemCategory::Temporary);
+    Tensor dv = Tensor::zeros(v.shape(), DType::f32, MemCategory::Temporary);
+    attention->attention_backward(dout, q, k, v, out, saved, dq, dk, dv);
+    CHECK(attention->work().compute_seconds == forward);
+  }
+}
