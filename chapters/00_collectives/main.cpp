@@ -14,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chapters/00_collectives/bandwidth_sweep.hpp"
@@ -149,6 +150,13 @@ void check_flags(Runtime& rt, const Cli& cli) {
   rt.require(cli.get_int("min-bytes") <= cli.get_int("max-bytes"),
              "--min-bytes (" + std::to_string(cli.get_int("min-bytes")) + ") must be <= --max-bytes (" +
                  std::to_string(cli.get_int("max-bytes")) + ")");
+  // A part's own flags, given while that part does not run, would be ignored.
+  const std::string part = cli.get_string("part");
+  for (const auto& [flag, owner] : {std::pair{"min-bytes", "sweep"}, std::pair{"max-bytes", "sweep"},
+                                    std::pair{"iters", "sweep"}, std::pair{"warmup", "sweep"},
+                                    std::pair{"check-numel", "ring"}})
+    rt.require(part == "all" || part == owner || !cli.given(flag),
+               std::string("--") + flag + " belongs to the " + owner + " part, and --part " + part + " does not run it");
   const std::string device = cli.get_string("device"), backend = cli.get_string("backend");
   rt.require((device == "auto" || device == "cpu") && (backend == "auto" || backend == "mpi"),
              "chapter 00 measures MPI collectives between CPU ranks: use --device cpu and --backend mpi "
