@@ -180,6 +180,8 @@ int main(int argc, char** argv) {
             "Appendix A0: the collectives on small tensors, a hand-written ring all-reduce, and a\n"
             "bandwidth sweep (nccl-tests style). Runs on CPU ranks over MPI; needs >= 2 ranks.");
     cli.add_common("out/00_collectives");
+    cli.refuse("seed", "chapter 00's tensors hold values fixed by each rank's index (the demos, the ring check and "
+                       "the sweep): nothing is random");
     cli.add_choice("part", "all", {"demos", "ring", "sweep", "all"}, "what to run");
     cli.add_int("min-bytes", 1 << 10, "smallest sweep message, bytes (K, M, G suffixes)", 4, std::int64_t{1} << 30);
     cli.add_int("max-bytes", 16 << 20, "largest sweep message, bytes (64M is the playbook-scale run)", 4,

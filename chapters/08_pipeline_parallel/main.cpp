@@ -130,7 +130,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     // executor's flags would be ignored.
     if (s.pp == 1)
       for (const char* flag : {"model", "layers", "hidden", "heads", "kv-heads", "ffn", "tied", "seq", "mbs", "data",
-                               "precision", "recompute", "lr", "weight-decay", "steps"})
+                               "precision", "recompute", "lr", "weight-decay", "steps", "seed", "quiet"})
         if (cli.given(flag))
           throw UsageError(std::string("--") + flag + ": with pp = W / dp = 1 the chapter only simulates the "
                            "schedules; the executor, which trains the model, needs pipelines of 2 or more ranks "
