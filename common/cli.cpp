@@ -119,6 +119,12 @@ Cli::Option& Cli::declare(const std::string& name, Kind kind, const std::string&
   o.name = name;
   o.kind = kind;
   o.help = help;
+  for (auto it = refused_.begin(); it != refused_.end(); ++it)
+    if (it->first == name) {  // refused before it was declared
+      o.refused = it->second;
+      refused_.erase(it);
+      break;
+    }
   return o;
 }
 
@@ -158,6 +164,11 @@ Cli& Cli::add_flag(const std::string& name, const std::string& help) {
 }
 
 Cli& Cli::refuse(const std::string& name, const std::string& why) {
+  for (Option& o : options_)
+    if (o.name == name) {  // declared (a shared flag this program does not act on): it keeps its default
+      o.refused = why;
+      return *this;
+    }
   refused_.emplace_back(name, why);
   return *this;
 }
@@ -177,6 +188,11 @@ Cli& Cli::add_steps(std::int64_t def) { return add_int("steps", def, "training s
 
 void Cli::set(Option& opt, const std::string& text) {
   const std::string flag = "--" + opt.name;
+  if (!opt.refused.empty()) throw UsageError(flag + ": " + opt.refused);
+  // A second value would silently replace the first: which one the user meant is not ours to guess.
+  if (opt.given)
+    throw UsageError(flag + " is given twice ('" + opt.given_text + "', then '" + text + "'): give it once");
+  opt.given_text = text;
   switch (opt.kind) {
     case Kind::integer: {
       std::int64_t v = 0;
@@ -208,7 +224,12 @@ void Cli::set(Option& opt, const std::string& text) {
       opt.text = text;
       break;
     }
-    case Kind::text: opt.text = text; break;
+    case Kind::text:
+      // An empty value is never a choice the program can act on: a file, a list or a name left blank
+      // (often an unset shell variable) would otherwise read as "not given".
+      if (text.empty()) throw UsageError(flag + " needs a value, got an empty one");
+      opt.text = text;
+      break;
     case Kind::flag:
       // CLI11 hands a bare switch over as "true" and --name=VALUE as VALUE.
       if (text != "true" && text != "false")
@@ -229,6 +250,7 @@ void Cli::parse(int argc, const char* const* argv) {
 
   // CLI11 splits the line into flags and values; each value is checked by set() as its flag is
   // met (trigger_on_parse), so the first mistake on the line is the one reported.
+  for (Option& o : options_) o.given = false;  // a second parse() starts afresh (values stay as they were)
   CLI::App app(summary_, program_);
   app.set_help_flag();  // handled above
   app.allow_extras();   // unknown arguments: collected, reported below in our words
@@ -241,7 +263,10 @@ void Cli::parse(int argc, const char* const* argv) {
   } catch (const CLI::ArgumentMismatch&) {
     // The one mismatch a declared flag raises: it takes a value and ends the line.
     const std::string last = argv[n - 1];  // "--steps", or "--steps=" with nothing after
-    throw UsageError(last.substr(0, last.find('=')) + " needs a value (see --help)");
+    const std::string flag = last.substr(0, last.find('='));
+    for (const Option& o : options_)
+      if (flag == "--" + o.name && !o.refused.empty()) throw UsageError(flag + ": " + o.refused);
+    throw UsageError(flag + " needs a value (see --help)");
   } catch (const CLI::ParseError& e) {
     throw UsageError(std::string(e.what()) + " (see --help)");
   }
@@ -262,6 +287,7 @@ std::string Cli::help() const {
   app.set_help_flag("-h,--help", "print this message");
   app.get_formatter()->column_width(26);
   for (const Option& o : options_) {
+    if (!o.refused.empty()) continue;  // refused here: not offered
     std::string text = o.help, type, def;
     switch (o.kind) {
       case Kind::integer: type = "N", def = std::to_string(o.integer); break;

@@ -4,6 +4,8 @@
 //   error: --steps must be >= 1, got 0
 //   error: unknown flag --stpes (see --help)
 //   error: --eval-every: nothing trains here ... (a flag other executables take, refused with why)
+//   error: --steps is given twice ('1', then '2'): give it once
+//   error: --save needs a value, got an empty one
 // Forms accepted: --name value, --name=value, and --flag for booleans. Integers accept the
 // suffixes K, M, G (powers of 1024), so --max-bytes 64M works; a value beyond 64 bits is out of
 // range like any other, never wrapped.
@@ -30,8 +32,10 @@ class Cli {
   Cli& add_choice(const std::string& name, const std::string& def,
                   const std::vector<std::string>& choices, const std::string& help);
   Cli& add_flag(const std::string& name, const std::string& help);  // false unless given
-  // A flag other executables of the course take and this one does not: given (with or without a
-  // value), it is the UsageError "--name: why" instead of "unknown flag"; --help does not list it.
+  // A flag other executables of the course take and this one does not act on: given (with or
+  // without a value), it is the UsageError "--name: why" instead of "unknown flag" (or, for a flag
+  // this program declares, instead of a value it would silently ignore: it keeps its default);
+  // --help does not list it.
   Cli& refuse(const std::string& name, const std::string& why);
 
   // The flags every executable shares: --seed, --device (auto|cpu|cuda[:N]),
@@ -70,6 +74,8 @@ class Cli {
     std::string text;
     bool flag = false;
     bool given = false;
+    std::string given_text;  // as given, for the message when it is given again
+    std::string refused;     // non-empty: refuse(name, why) on a declared flag
   };
   Option& declare(const std::string& name, Kind kind, const std::string& help);
   const Option& find(const std::string& name, Kind kind) const;

@@ -8,7 +8,9 @@ namespace usp {
 
 class Cli;
 
-// Ignores SIGXFSZ, runs body; a UsageError prints "error: <message>" and returns 2, any other
+// Launched as several processes (mpirun -np N, N > 1): "error: <tool> is one process: ..." from
+// the first, exit 2 from every one, nothing run. Otherwise
+// ignores SIGXFSZ, runs body; a UsageError prints "error: <message>" and returns 2, any other
 // exception "fatal: <message>" and returns 1; then finish_stdout (common/io/output_file.hpp):
 // output that could not be written is exit 1 with a message, never exit 0.
 int run_tool(int argc, char** argv, int (*body)(int, char**));

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/calc/flops_model.hpp"
 #include "common/calc/memory_model.hpp"
@@ -288,7 +289,18 @@ void print_recipes(const ModelConfig& c, bool json) {
 int calc_main(int argc, char** argv) {
   Cli cli = make_cli();
   if (!parse_tool_flags(cli, argc, argv)) return 0;
+  // The flags that shape one configuration: --list-models and --recipes would ignore some of them.
+  const std::vector<const char*> setup_flags = {"seq", "mbs", "precision", "recompute", "fp32-grad-accum", "dp",
+                                                "zero", "tp", "sp", "cp", "pp", "ep"};
+  const std::vector<const char*> model_flags = {"model", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "tied"};
   if (cli.get_flag("list-models")) {
+    for (const auto* flags : {&model_flags, &setup_flags})
+      for (const char* flag : *flags)
+        if (cli.given(flag))
+          throw UsageError(std::string("--") + flag + " does not go with --list-models: it prints the built-in "
+                           "models and exits (only --json changes it)");
+    for (const char* flag : {"recipes", "sweep", "csv"})
+      if (cli.given(flag)) throw UsageError(std::string("--") + flag + " does not go with --list-models: give one");
     list_models(cli.get_flag("json"));
     return 0;
   }
@@ -314,6 +326,12 @@ int calc_main(int argc, char** argv) {
   if (cli.given("csv")) throw UsageError("--csv only goes with --sweep");
   const TrainingSetup setup = setup_from_cli(cli);
   if (cli.get_flag("recipes")) {
+    // The recipes' bytes per parameter depend on the model only.
+    for (const char* flag : setup_flags)
+      if (cli.given(flag))
+        throw UsageError(std::string("--") + flag + " does not go with --recipes: it compares every precision "
+                         "recipe's training state for the model alone (--model or its shape; drop --recipes for "
+                         "one configuration)");
     print_recipes(setup.model, cli.get_flag("json"));
     return 0;
   }

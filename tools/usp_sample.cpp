@@ -50,7 +50,7 @@ int sample_main(int argc, char** argv) {
   Cli cli("usp_sample", "text generated from a checkpoint (byte-level tokens), with a KV cache");
   cli.add_string("checkpoint", "", "checkpoint directory (config.json + model.safetensors)");
   cli.add_string("prompt", "", "the text to continue (its bytes are the first tokens)");
-  cli.add_int("tokens", 200, "tokens to generate", 0, ModelConfig::kMaxSeq);
+  cli.add_int("tokens", 200, "tokens to generate", 1, ModelConfig::kMaxSeq);
   cli.add_float("temperature", 0.8, "softmax temperature (0: greedy, the most likely token each time)", 0, 1e6);
   cli.add_int("top-k", 40, "draw among the k most likely tokens (0: all)", 0, ModelConfig::kMaxVocab);
   cli.add_int("seed", 1, "seed of the draws (the same seed, the same text)", 0, std::int64_t{1} << 62);
@@ -59,6 +59,12 @@ int sample_main(int argc, char** argv) {
   const std::string dir = cli.get_string("checkpoint"), prompt_text = cli.get_string("prompt");
   if (dir.empty()) throw UsageError("--checkpoint DIR is required (see --help)");
   if (prompt_text.empty()) throw UsageError("--prompt TEXT is required: generation continues a text (see --help)");
+  // Greedy decoding draws nothing: the flags of the draw would be ignored.
+  if (cli.get_float("temperature") == 0)
+    for (const char* flag : {"top-k", "seed"})
+      if (cli.given(flag))
+        throw UsageError(std::string("--") + flag + " shapes the random draw, and --temperature 0 is greedy (the most "
+                         "likely token each time): give a temperature > 0, or leave --" + flag + " out");
 
   ModelConfig config = load_config(dir);
   config.capacity_factor = 0;  // generation is dropless (generate.hpp)
@@ -66,6 +72,9 @@ int sample_main(int argc, char** argv) {
   if (config.vocab < 256)
     throw UsageError("the checkpoint's vocabulary has " + std::to_string(config.vocab) +
                      " tokens; byte-level prompts need 256");
+  if (cli.get_int("top-k") > config.vocab)
+    throw UsageError("--top-k " + std::to_string(cli.get_int("top-k")) + " exceeds the checkpoint's vocabulary of " +
+                     std::to_string(config.vocab) + " tokens (--top-k 0 draws among all of them)");
   std::vector<std::int32_t> prompt_ids;
   for (const char c : prompt_text) prompt_ids.push_back(static_cast<unsigned char>(c));
   const SamplingSettings settings{cli.get_float("temperature"), cli.get_int("top-k"),

@@ -14,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chapters/00_collectives/bandwidth_sweep.hpp"
@@ -149,6 +150,13 @@ void check_flags(Runtime& rt, const Cli& cli) {
   rt.require(cli.get_int("min-bytes") <= cli.get_int("max-bytes"),
              "--min-bytes (" + std::to_string(cli.get_int("min-bytes")) + ") must be <= --max-bytes (" +
                  std::to_string(cli.get_int("max-bytes")) + ")");
+  // A part's own flags, given while that part does not run, would be ignored.
+  const std::string part = cli.get_string("part");
+  for (const auto& [flag, owner] : {std::pair{"min-bytes", "sweep"}, std::pair{"max-bytes", "sweep"},
+                                    std::pair{"iters", "sweep"}, std::pair{"warmup", "sweep"},
+                                    std::pair{"check-numel", "ring"}})
+    rt.require(part == "all" || part == owner || !cli.given(flag),
+               std::string("--") + flag + " belongs to the " + owner + " part, and --part " + part + " does not run it");
   const std::string device = cli.get_string("device"), backend = cli.get_string("backend");
   rt.require((device == "auto" || device == "cpu") && (backend == "auto" || backend == "mpi"),
              "chapter 00 measures MPI collectives between CPU ranks: use --device cpu and --backend mpi "
@@ -172,6 +180,8 @@ int main(int argc, char** argv) {
             "Appendix A0: the collectives on small tensors, a hand-written ring all-reduce, and a\n"
             "bandwidth sweep (nccl-tests style). Runs on CPU ranks over MPI; needs >= 2 ranks.");
     cli.add_common("out/00_collectives");
+    cli.refuse("seed", "chapter 00's tensors hold values fixed by each rank's index (the demos, the ring check and "
+                       "the sweep): nothing is random");
     cli.add_choice("part", "all", {"demos", "ring", "sweep", "all"}, "what to run");
     cli.add_int("min-bytes", 1 << 10, "smallest sweep message, bytes (K, M, G suffixes)", 4, std::int64_t{1} << 30);
     cli.add_int("max-bytes", 16 << 20, "largest sweep message, bytes (64M is the playbook-scale run)", 4,

@@ -75,6 +75,11 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   cli.add_flag("quiet", "no progress line per mode (the table and summary.json only)");
   refuse_eval_flags(cli, "chapter 02 trains nothing (one forward and backward per mode from the same initial "
                          "weights), so there is no held-out loss to follow");
+  // The shared training flags this chapter would ignore: it measures every mode, and takes no step.
+  cli.refuse("recompute", "chapter 02 measures none, selective and full side by side on the same batch");
+  for (const char* flag : {"steps", "lr", "weight-decay"})
+    cli.refuse(flag, "chapter 02 trains nothing (one forward and backward per mode from the same initial weights, "
+                     "no optimizer step); chapters 01 and 03-10 train");
   if (!rt.parse(cli, argc, argv)) return 0;
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   const TrainingConfig& cfg = in.config;

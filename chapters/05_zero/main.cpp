@@ -42,15 +42,20 @@ namespace {
 using namespace usp;
 using namespace usp::ch05;
 
-std::vector<ZeroOptions> parse_stages(const std::string& text, const std::string& prefetch, bool fp32_accum) {
+std::vector<ZeroOptions> parse_stages(const std::string& text, const std::string& prefetch, bool prefetch_given,
+                                     bool fp32_accum) {
   std::vector<ZeroOptions> out;
+  bool has_stage3 = false;
   for (int stage : parse_int_list(text, "--zero", 0, 3, Repeats::refused)) {
+    has_stage3 = has_stage3 || stage == 3;
     for (bool pf : {true, false}) {
       if (stage == 3 && ((pf && prefetch == "off") || (!pf && prefetch == "on"))) continue;
       if (stage != 3 && !pf) continue;
       out.push_back({stage, pf, fp32_accum});
     }
   }
+  if (prefetch_given && !has_stage3)
+    throw UsageError("--prefetch acts on ZeRO-3's all-gathers only, and --zero " + text + " has no stage 3");
   return out;
 }
 
@@ -70,7 +75,7 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     const bool fp32_accum = cli.get_flag("fp32-grad-accum");
     if (fp32_accum && cfg.dtype != DType::bf16)
       throw UsageError("--fp32-grad-accum needs --precision bf16 (fp32 gradients already accumulate in fp32)");
-    s.stages = parse_stages(cli.get_string("zero"), cli.get_string("prefetch"), fp32_accum);
+    s.stages = parse_stages(cli.get_string("zero"), cli.get_string("prefetch"), cli.given("prefetch"), fp32_accum);
     s.grad_acc = resolve_grad_acc(cli, cfg.mbs, dp);
     s.progress = progress_flags_from(cli);
     if (s.progress.eval_every > 0) check_validation_data(*s.in.data, s.progress.eval_batches, cfg.mbs, cfg.seq);

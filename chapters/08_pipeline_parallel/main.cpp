@@ -123,6 +123,18 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
     s.sweep = cli.get_flag("sweep");
     s.sweep_p = static_cast<int>(cli.get_int("sweep-p"));
     s.sweep_m = static_cast<int>(cli.get_int("sweep-m"));
+    for (const char* flag : {"sweep-p", "sweep-m"})
+      if (cli.given(flag) && !s.sweep)
+        throw UsageError(std::string("--") + flag + " sets the bubble sweep's size; it needs --sweep");
+    // Without pipeline stages the chapter simulates the schedules and trains nothing: the
+    // executor's flags would be ignored.
+    if (s.pp == 1)
+      for (const char* flag : {"model", "layers", "hidden", "heads", "kv-heads", "ffn", "tied", "seq", "mbs", "data",
+                               "precision", "recompute", "lr", "weight-decay", "steps", "seed", "quiet"})
+        if (cli.given(flag))
+          throw UsageError(std::string("--") + flag + ": with pp = W / dp = 1 the chapter only simulates the "
+                           "schedules; the executor, which trains the model, needs pipelines of 2 or more ranks "
+                           "(mpirun -np 2 or more)");
     s.progress = progress_flags_from(cli);
     if (s.progress.eval_every > 0) {
       if (s.pp == 1)

@@ -56,6 +56,8 @@ Setup read_setup(Runtime& rt, const Cli& cli) {
                                                             Repeats::refused)
                                            : (W > 1 ? std::vector<int>{1, W} : std::vector<int>{1});
     const std::string aux = cli.get_string("aux");
+    if (aux == "off" && cli.given("aux-coef"))
+      throw UsageError("--aux-coef weighs the load-balancing loss, and --aux off runs without it");
     const std::int64_t k = cli.get_int("grad-acc");
     for (int ep : eps) {
       check_ep_layout({W, ep}, W, model);

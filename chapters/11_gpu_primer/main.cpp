@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
     if (!rt.parse(cli, argc, argv)) return 0;
 
     if (cli.get_flag("list")) {
+      for (const char* flag : {"part", "sizes", "kernels", "iters", "warmup", "alpha", "beta", "divergence-n",
+                               "divergence-iters", "seed", "device", "backend", "out"})
+        rt.require(!cli.given(flag), std::string("--") + flag + " does not go with --list: it prints the ladder and "
+                                     "exits, running nothing");
       if (rt.is_root()) print_ladder(std::cout);
       return 0;
     }

@@ -101,6 +101,9 @@ int run_chapter(Runtime& rt, int argc, char** argv) {
   add_step_lines_flag(cli);
   if (!rt.parse(cli, argc, argv)) return 0;
   rt.require(rt.size() == 1, "chapter 12 runs on one device: launch it without mpirun (or with -np 1)");
+  rt.require(!cli.given("gpu-seq") || gpu_ladder_available(),
+             "--gpu-seq sets the sequence length of the CUDA ladder's timing (part 4), which runs only where a GPU "
+             "is visible to a CUDA build: here nothing would use it");
   const TrainingInputs in = agree_training_inputs(rt, cli, TrainingDevices::cpu_or_cuda);
   std::vector<std::int64_t> seqs;
   rt.agree([&] { seqs = parse_size_list(cli.get_string("seqs"), "--seqs", 1, 1 << 16); });

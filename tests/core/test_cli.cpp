@@ -158,10 +158,10 @@ TEST_CASE("a list of names: each one of the choices, none twice, no empty item, 
 
 TEST_CASE("values_json keeps declaration order and each flag's JSON type", "[core][cli]") {
   Cli cli = make();
-  parse(cli, {"--lr=0.125", "--verbose=false", "--out", "dir \"q\"", "--steps", "2", "--steps", "3"});
+  parse(cli, {"--lr=0.125", "--verbose=false", "--out", "dir \"q\"", "--steps", "3"});
   CHECK(cli.get_flag("verbose") == false);
   CHECK(cli.given("verbose"));
-  CHECK(cli.get_int("steps") == 3);  // the last of a repeated flag wins
+  CHECK(cli.get_int("steps") == 3);
   CHECK(cli.values_json() ==
         "{\"seed\":1234,\"device\":\"auto\",\"backend\":\"auto\",\"out\":\"dir \\\"q\\\"\",\"steps\":3,"
         "\"bytes\":1024,\"lr\":0.125,\"mode\":\"naive\",\"verbose\":false}");
@@ -199,4 +199,44 @@ TEST_CASE("a refused flag says why, in both forms, and --help does not list it",
   CHECK(refusing().help().find("eval-every") == std::string::npos);
   CHECK_FALSE(refusing().declared("eval-every"));
   CHECK(error_of({"--eval-every", "2"}) == "unknown flag --eval-every (see --help)");  // not refused: unknown
+}
+
+TEST_CASE("a flag given twice, or a text flag given empty, is refused: no value silently wins", "[core][cli]") {
+  CHECK(error_of({"--steps", "2", "--steps", "3"}) == "--steps is given twice ('2', then '3'): give it once");
+  CHECK(error_of({"--steps=2", "--lr", "0.5", "--steps", "2"}) == "--steps is given twice ('2', then '2'): give it once");
+  CHECK(error_of({"--verbose", "--verbose"}) == "--verbose is given twice ('true', then 'true'): give it once");
+  CHECK(error_of({"--mode", "bucket", "--mode=naive"}) == "--mode is given twice ('bucket', then 'naive'): give it once");
+  CHECK(error_of({"--out", ""}) == "--out needs a value, got an empty one");
+  CHECK(error_of({"--mode", ""}) == "--mode must be one of naive, overlap, bucket, got ''");
+  Cli cli = make();
+  parse(cli, {"--steps", "2"});
+  parse(cli, {"--steps", "4"});  // a second parse starts afresh
+  CHECK(cli.get_int("steps") == 4);
+}
+
+TEST_CASE("a declared flag this program does not act on can be refused: it keeps its default", "[core][cli]") {
+  const auto refusing = [] {
+    Cli cli = make();
+    cli.refuse("lr", "nothing trains here");
+    return cli;
+  };
+  for (std::vector<const char*> args : {std::vector<const char*>{"--lr", "0.5"}, {"--lr=0.5"}, {"--steps", "3", "--lr"},
+                                        {"--lr", "banana"}}) {
+    Cli cli = refusing();
+    std::string error = "no error";
+    try {
+      parse(cli, args);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    CHECK(error == "--lr: nothing trains here");
+  }
+  Cli cli = refusing();
+  parse(cli, {"--steps", "3"});
+  CHECK(cli.get_float("lr") == 3e-4);
+  CHECK(cli.help().find("--lr") == std::string::npos);
+  Cli early("prog", "refused before it is declared");
+  early.refuse("lr", "nothing trains here");
+  early.add_float("lr", 1e-3, "learning rate");
+  CHECK_THROWS_WITH(parse(early, {"--lr", "1"}), "--lr: nothing trains here");
 }
