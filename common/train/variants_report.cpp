@@ -16,13 +16,6 @@ report::Column padded_label_column(int width) {
           }, .header_width = width};
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return d;
-}
-
 void print_losses_side_by_side(std::ostream& out, const std::vector<VariantLosses>& variants,
                                const report::Column& label, const std::string& reference,
                                const LossAgreement& agreement, const std::string& what) {
