@@ -15,7 +15,6 @@
 //                            [--bench-vocab 32768] [--bench-params 16777216]
 //   ./usp run 13
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>

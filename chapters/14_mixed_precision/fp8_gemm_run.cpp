@@ -1,7 +1,6 @@
 #include "chapters/14_mixed_precision/fp8_gemm_run.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"

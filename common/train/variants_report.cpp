@@ -1,7 +1,6 @@
 #include "common/train/variants_report.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 namespace usp {
