@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "common/hostdevice.hpp"
 
@@ -83,6 +84,15 @@ inline float uniform(std::uint64_t seed, std::string_view name, std::uint64_t in
 }
 inline float normal(std::uint64_t seed, std::string_view name, std::uint64_t index) {
   return normal(make_key(seed, hash_name(name)), index);
+}
+
+// The values of (seed, name, 0 .. n-1) as a vector: n draws of N(0, 1), the test data of a
+// kernel comparison (chapters 12 and 14: a tensor's elements in row-major order).
+inline std::vector<float> normal_values(std::uint64_t seed, std::string_view name, std::int64_t n) {
+  const Key key = make_key(seed, hash_name(name));
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = normal(key, i);
+  return v;
 }
 
 }  // namespace usp::rng

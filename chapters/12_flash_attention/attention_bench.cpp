@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <functional>
 
 #include "common/memory_tracker.hpp"
+#include "common/numeric_compare.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 
@@ -13,17 +13,14 @@ namespace usp::ch12 {
 
 namespace {
 
-Tensor random(const Shape& shape, const char* name, MemCategory category = MemCategory::Activation) {
-  Tensor t = Tensor::empty(shape, DType::f32, category);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(rng::normal(7, name, i));
-  return t;
+Tensor random(const Shape& shape, const char* name) {
+  return Tensor::from_floats(rng::normal_values(7, name, shape_numel(shape)), shape, DType::f32, MemCategory::Activation);
 }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  double m = 0;
-  for (std::int64_t i = 0; i < a.numel(); ++i)
-    m = std::max(m, static_cast<double>(std::fabs(a.data<float>()[i] - b.data<float>()[i])));
-  return m;
+// The largest |a - b| of two f32 tensors of one shape.
+double gap(const Tensor& a, const Tensor& b) {
+  const std::span<const float> x(a.data<float>(), static_cast<std::size_t>(a.numel()));
+  return max_abs_diff(x, std::span<const float>(b.data<float>(), static_cast<std::size_t>(b.numel())));
 }
 
 double ms_of(const std::function<void()>& f) {
@@ -65,8 +62,8 @@ std::vector<AttentionPoint> bench_attention(const std::vector<std::int64_t>& seq
     Result naive, flash;
     out.push_back(run("naive", naive));
     AttentionPoint f = run("flash", flash);
-    f.max_abs_error = std::max({max_abs_diff(naive.o, flash.o), max_abs_diff(naive.dq, flash.dq),
-                                max_abs_diff(naive.dk, flash.dk), max_abs_diff(naive.dv, flash.dv)});
+    f.max_abs_error = std::max({gap(naive.o, flash.o), gap(naive.dq, flash.dq), gap(naive.dk, flash.dk),
+                                gap(naive.dv, flash.dv)});
     out.push_back(f);
   }
   return out;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/numeric_compare.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 
@@ -13,17 +14,10 @@ namespace {
 constexpr std::int64_t kB = 2, kT = 37, kH = 4, kG = 2, kD = 20;
 
 Tensor random(const Shape& shape, const char* name, DType dtype) {
-  std::vector<float> values(static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = rng::normal(11, name, i);
-  return Tensor::from_floats(values, shape, dtype);
+  return Tensor::from_floats(rng::normal_values(11, name, shape_numel(shape)), shape, dtype);
 }
 
-double gap(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = a.to_floats(), y = b.to_floats();
-  double m = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(x[i] - y[i])));
-  return m;
-}
+double gap(const Tensor& a, const Tensor& b) { return max_abs_diff(a.to_floats(), b.to_floats()); }
 
 }  // namespace
 

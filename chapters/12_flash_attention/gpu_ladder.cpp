@@ -8,6 +8,7 @@
 #include "common/device_timer.hpp"
 #include "common/error.hpp"
 #include "common/float_formats.hpp"
+#include "common/numeric_compare.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
@@ -24,23 +25,12 @@ bool gpu_ladder_available() { return cuda_device_count() > 0; }
 namespace {
 
 Tensor random_tensor(const Shape& shape, const char* name) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  const auto key = rng::make_key(11, rng::hash_name(name));
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = rng::normal(key, static_cast<std::uint64_t>(i));
-  return Tensor::from_floats(v, shape);
+  return Tensor::from_floats(rng::normal_values(11, name, shape_numel(shape)), shape);
 }
 
-// Largest |got - want| over max |want|; got is copied back from the device.
+// numeric_compare.hpp's relative error of two tensors; got is copied back from the device.
 double relative_error(const Tensor& got, const Tensor& want) {
-  const std::vector<float> g = got.to_floats(), w = want.to_floats();
-  double worst = 0, scale = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    scale = std::max(scale, static_cast<double>(std::fabs(w[i])));
-    worst = std::max(worst, static_cast<double>(std::fabs(g[i] - w[i])));
-  }
-  return scale > 0 ? worst / scale : worst;
+  return usp::relative_error(got.to_floats(), want.to_floats());
 }
 
 // The same values rounded to bf16: the bits (for rung 05) and the rounded floats (its reference).

@@ -2,9 +2,7 @@
 
 #include "chapters/13_fused_kernels/fused_residual_norm.hpp"
 #include "common/error.hpp"
-#include "common/model/model.hpp"
-#include "common/optim/adamw.hpp"
-#include "common/train/finite_loss.hpp"
+#include "common/train/one_device_training.hpp"
 
 namespace usp::ch13 {
 
@@ -42,26 +40,11 @@ void FusedResidualNorm::backward(const Tensor& dh2, const Tensor& x2, const Tens
 }
 
 std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data, bool fused, const StepLines& lines) {
-  ParamStore params(cfg.model, cfg.dtype);
-  params.init(cfg.seed);
   FusedResidualNorm fused_norm;
   ModelOptions options = cfg.model_options();
   if (fused) options.residual_norm = &fused_norm;
-  Model model(params, options);
-  AdamW optimizer(params, cfg.adamw);
-  std::vector<double> losses;
-  for (std::int64_t step = 0; step < cfg.steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
-    params.zero_grad();
-    const Batch b = data.batch(step, 0, cfg.mbs, cfg.seq);
-    losses.push_back(model.forward(b.inputs, b.targets));
-    require_finite_loss(losses.back(), step, "loss", fused ? "fused residual + RMSNorm" : "unfused");
-    model.backward();
-    optimizer.step(params);
-    lines.print(fused ? "fused" : "core", step, losses.back(), cfg.tokens_per_micro_batch(),
-                static_cast<double>(model.flops().model()), start);
-  }
-  return losses;
+  const OneDeviceTraining how{.label = fused ? "fused" : "core", .run = fused ? "fused residual + RMSNorm" : "unfused"};
+  return train_on_one_device(cfg, data, options, how, lines).losses;
 }
 
 }  // namespace usp::ch13

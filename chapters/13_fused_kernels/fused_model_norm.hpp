@@ -23,7 +23,8 @@ class FusedResidualNorm final : public ResidualNorm {
 };
 
 // cfg's model trained for cfg.steps steps with the core's ops (fused = false) or with
-// FusedResidualNorm: the loss of each step.
+// FusedResidualNorm (the core's one-device loop, common/train/one_device_training.hpp): the loss
+// of each step.
 // Each step's progress line through `lines` ("core: step ...", "fused: step ...").
 std::vector<double> train_losses(const TrainingConfig& cfg, const Dataset& data, bool fused,
                                  const StepLines& lines = {});

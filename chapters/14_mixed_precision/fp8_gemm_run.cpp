@@ -1,7 +1,6 @@
 #include "chapters/14_mixed_precision/fp8_gemm_run.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "chapters/14_mixed_precision/fp8_tiles.hpp"
@@ -9,6 +8,7 @@
 #include "common/device_timer.hpp"
 #include "common/error.hpp"
 #include "common/float_formats.hpp"
+#include "common/numeric_compare.hpp"
 #include "common/ops/ops.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
@@ -24,24 +24,6 @@ bool fp8_gemm_available() { return cuda_device_count() > 0 && fp8::fp8_supported
 
 namespace {
 
-// n values of N(0, 1) from the counter-based RNG, keyed by name.
-std::vector<float> normal_values(std::int64_t n, const char* name) {
-  const auto key = rng::make_key(7, rng::hash_name(name));
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = rng::normal(key, static_cast<std::uint64_t>(i));
-  return v;
-}
-
-// Largest |got - want| over max |want|.
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double worst = 0, scale = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
-    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
-  }
-  return scale > 0 ? worst / scale : worst;
-}
-
 // y [M, N] = x [M, K] · w [N, K]ᵀ on the CPU, in fp32.
 std::vector<float> cpu_product(const std::vector<float>& x, const std::vector<float>& w, int M, int N, int K) {
   const Tensor xt = Tensor::from_floats(x, {M, K}), wt = Tensor::from_floats(w, {N, K});
@@ -55,8 +37,8 @@ std::vector<float> cpu_product(const std::vector<float>& x, const std::vector<fl
 Fp8GemmRun run_fp8_gemm(int M, int N, int K, int reps, bool check) {
   USP_CHECK(fp8_gemm_available(), "the FP8 GEMM needs a GPU with FP8 tensor cores (compute capability 8.9+)");
   const Device gpu = Device::cuda(0);
-  const std::vector<float> x = normal_values(std::int64_t{M} * K, "fp8_gemm.x");
-  const std::vector<float> w = normal_values(std::int64_t{N} * K, "fp8_gemm.w");
+  const std::vector<float> x = rng::normal_values(7, "fp8_gemm.x", std::int64_t{M} * K);
+  const std::vector<float> w = rng::normal_values(7, "fp8_gemm.w", std::int64_t{N} * K);
 
   // e4m3 codes with one scale per tensor (exercise 14.2 with the whole tensor as its tile).
   const TileGrid gx{M, K, M, K}, gw{N, K, N, K};

@@ -5,8 +5,7 @@
 
 #include "common/float_formats.hpp"
 #include "common/memory_tracker.hpp"
-#include "common/model/model.hpp"
-#include "common/optim/adamw.hpp"
+#include "common/train/rank_model.hpp"
 
 namespace usp::ch14 {
 
@@ -76,13 +75,16 @@ PrecisionRun train_recipe(Recipe recipe, const TrainingConfig& cfg, const Datase
   const DType dt = spec(recipe).dtype;
   MemoryTracker& tracker = MemoryTracker::instance();
   const MemCounts before = tracker.current();
-  ParamStore params(cfg.model, dt);
-  params.init(cfg.seed);
   ModelOptions options = cfg.model_options();
   options.activation_dtype = dt;
   if (linears) options.linears = linears;
-  Model model(params, options);
-  AdamW optimizer(params, cfg.adamw);  // fp32 master weights whenever the parameters are narrower
+  TrainingConfig in_dt = cfg;
+  in_dt.dtype = dt;
+  // AdamW keeps fp32 master weights whenever the parameters are narrower.
+  RankModel built = build_rank_model(in_dt, StoreLayout{}, options);
+  ParamStore& params = *built.store;
+  Model& model = *built.model;
+  AdamW& optimizer = *built.optimizer;
   PrecisionRun run;
   run.recipe = label.empty() ? recipe_name(recipe) : label;
   const bool scaled = recipe == Recipe::fp16_scaled;

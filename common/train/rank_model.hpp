@@ -1,6 +1,6 @@
 // A rank's model and its optimizer, built alike by the trainers that hold one model each
-// (chapters 06, 07, 09): the rank's share of the parameters (`layout`: a TP or an EP shard, or
-// the whole model), initialised from cfg.seed by the counter-based init of params.hpp (each
+// (chapters 06, 07, 09; 12-14 on one device, StoreLayout{}): the rank's share of the parameters
+// (`layout`: a TP or an EP shard, or the whole model), initialised from cfg.seed by the counter-based init of params.hpp (each
 // shard by itself: the whole model never exists on a rank that holds a shard), the model over
 // them with the chapter's hooks (`options`), and AdamW over all of the rank's parameters.
 #pragma once

@@ -1,7 +1,6 @@
 #include "common/train/variants_report.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 namespace usp {
@@ -14,13 +13,6 @@ report::Column padded_label_column(int width) {
             for (unsigned char ch : s) chars += (ch & 0xC0) != 0x80;  // UTF-8: count the lead bytes
             return s + std::string(chars < w ? w - chars : 0, ' ');
           }, .header_width = width};
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return d;
 }
 
 void print_losses_side_by_side(std::ostream& out, const std::vector<VariantLosses>& variants,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/json.hpp"
+#include "common/numeric_compare.hpp"
 #include "common/report/table.hpp"
 #include "common/train/loss_agreement.hpp"
 
@@ -21,9 +22,6 @@ namespace usp {
 // A text column padded to `width` characters on the terminal: printf pads bytes, and a label's
 // "×" or "·" is two (UTF-8).
 report::Column padded_label_column(int width);
-
-// The largest |a[i] - b[i]| over the indices both have: how far two runs' final parameters are.
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
 
 // One variant of the table: its label, its loss at every step, its final parameters (flat), and
 // the name of its files (trace_<name>.json) for summary.json.
@@ -45,7 +43,7 @@ std::vector<VariantLosses> variant_losses(const std::vector<Result>& results, Na
 }
 
 // The table (label, "loss k" for every step of the first variant, "max|Δw| vs <reference>": each
-// variant's parameters against the first's), then "  the losses agree across the <what>: yes|NO
+// variant's parameters against the first's, numeric_compare.hpp's max_abs_diff), then "  the losses agree across the <what>: yes|NO
 // (largest relative difference ...; allowed ...)" from `agreement`.
 void print_losses_side_by_side(std::ostream& out, const std::vector<VariantLosses>& variants,
                                const report::Column& label, const std::string& reference,

@@ -26,6 +26,13 @@ TEST_CASE("a value depends only on (seed, name, index)", "[core][rng]") {
   CHECK(rng::normal(7, "layers.0.attn.k", 5) != full[5]);
 }
 
+TEST_CASE("normal_values are the values at indices 0 .. n-1", "[core][rng]") {
+  const std::vector<float> v = rng::normal_values(11, "q", 37);
+  REQUIRE(v.size() == 37);
+  for (std::uint64_t i = 0; i < v.size(); ++i) CHECK(v[i] == rng::normal(11, "q", i));
+  CHECK(rng::normal_values(11, "q", 0).empty());
+}
+
 TEST_CASE("uniform and normal outputs have the right moments", "[core][rng]") {
   const int n = 200000;
   double su = 0, su2 = 0, sn = 0, sn2 = 0, sn4 = 0;
