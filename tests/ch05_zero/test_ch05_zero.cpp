@@ -13,6 +13,7 @@
 #include "common/calc/memory_model.hpp"
 #include "common/comm/comm_volume.hpp"
 #include "common/device.hpp"
+#include "common/numeric_compare.hpp"
 #include "common/rng.hpp"
 #include "common/trace.hpp"
 #include "common/train/training_flags.hpp"
@@ -53,13 +54,6 @@ std::vector<ZeroOptions> all_stages(bool fp32_accum = false) {
           {2, true, fp32_accum},
           {3, true, fp32_accum},
           {3, false, fp32_accum}};
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
 }
 
 Run zero_run(Communicator& dp, Communicator& metrics, const TrainingConfig& cfg, const Dataset& data, std::int64_t k,
