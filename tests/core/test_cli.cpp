@@ -20,8 +20,8 @@ void parse(Cli& cli, std::vector<const char*> args) {
   args.insert(args.begin(), "prog");
   cli.parse(static_cast<int>(args.size()), args.data());
 }
-std::string error_of(std::vector<const char*> args) {
-  Cli cli = make();
+// The message parsing args with `cli` gives ("no error" if none).
+std::string error_of(Cli cli, std::vector<const char*> args) {
   try {
     parse(cli, args);
   } catch (const UsageError& e) {
@@ -29,6 +29,7 @@ std::string error_of(std::vector<const char*> args) {
   }
   return "no error";
 }
+std::string error_of(std::vector<const char*> args) { return error_of(make(), std::move(args)); }
 }  // namespace
 
 TEST_CASE("flags parse in both forms, with defaults and size suffixes", "[core][cli]") {
@@ -187,14 +188,7 @@ TEST_CASE("a refused flag says why, in both forms, and --help does not list it",
   };
   for (std::vector<const char*> args : {std::vector<const char*>{"--eval-every", "2"}, {"--eval-every=2"},
                                         {"--steps", "3", "--eval-every"}}) {
-    Cli cli = refusing();
-    std::string error = "no error";
-    try {
-      parse(cli, args);
-    } catch (const UsageError& e) {
-      error = e.what();
-    }
-    CHECK(error == "--eval-every: nothing trains here");
+    CHECK(error_of(refusing(), args) == "--eval-every: nothing trains here");
   }
   CHECK(refusing().help().find("eval-every") == std::string::npos);
   CHECK_FALSE(refusing().declared("eval-every"));
@@ -222,14 +216,7 @@ TEST_CASE("a declared flag this program does not act on can be refused: it keeps
   };
   for (std::vector<const char*> args : {std::vector<const char*>{"--lr", "0.5"}, {"--lr=0.5"}, {"--steps", "3", "--lr"},
                                         {"--lr", "banana"}}) {
-    Cli cli = refusing();
-    std::string error = "no error";
-    try {
-      parse(cli, args);
-    } catch (const UsageError& e) {
-      error = e.what();
-    }
-    CHECK(error == "--lr: nothing trains here");
+    CHECK(error_of(refusing(), args) == "--lr: nothing trains here");
   }
   Cli cli = refusing();
   parse(cli, {"--steps", "3"});
